@@ -1,0 +1,39 @@
+# meshrl front door. On a fresh Debian 12 machine, as root:
+#   make demo    install deps, build, run the main job on built-in defaults
+#   make test    install deps, build, run every test (unit, oracle, fuzz smoke)
+BUILD ?= build
+FUZZ_BUILD ?= build-fuzz
+JOBS ?= $(shell nproc)
+export OMP_WAIT_POLICY ?= PASSIVE
+
+.PHONY: deps build test demo fuzz bench clean
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build fuzz
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+$(FUZZ_BUILD)/build.ninja:
+	CXX=clang++ CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DMESHRL_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+# Builds the libFuzzer targets; `make test` runs each briefly through scripts/fuzz-smoke.
+fuzz: deps $(FUZZ_BUILD)/build.ninja
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	scripts/fuzz-smoke $(FUZZ_BUILD) 20
+
+demo: build
+	./$(BUILD)/meshrl demo
+
+bench: build
+	./$(BUILD)/meshrl bench gemm --threads 1
+	./$(BUILD)/meshrl bench rollout --model tiny --threads 1
+
+clean:
+	rm -rf $(BUILD) $(FUZZ_BUILD)
