@@ -1,0 +1,13 @@
+// Each `meshrl` subcommand registers itself on the root CLI11 app. One file per subcommand
+// (cmd_<name>.cpp); each keeps its entry short and calls into the libraries under src/.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace meshrl::cli {
+
+void add_generate_command(CLI::App& app);
+void add_logprobs_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+}  // namespace meshrl::cli

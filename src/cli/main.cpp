@@ -1,0 +1,26 @@
+// meshrl: one binary, many subcommands (see `meshrl --help`).
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/status.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"meshrl: reinforcement-learning post-training on a mesh of ordinary machines"};
+  app.require_subcommand(1);
+  meshrl::cli::add_generate_command(app);
+  meshrl::cli::add_logprobs_command(app);
+  meshrl::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const meshrl::StatusError& e) {
+    std::fprintf(stderr, "meshrl: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "meshrl: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,232 @@
+#include "model/transformer.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "core/check.h"
+
+namespace meshrl::model {
+
+namespace {
+std::string shape_str(at::IntArrayRef s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+}  // namespace
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
+  const int64_t D = c.head_dim(), qkv_rows = (c.n_heads + 2 * c.n_kv_heads) * D;
+  attn_norm = register_parameter("attn_norm", torch::ones({c.n_embd}));
+  w_qkv = register_parameter("w_qkv", torch::empty({qkv_rows, c.n_embd}));
+  if (c.attention_bias) b_qkv = register_parameter("b_qkv", torch::zeros({qkv_rows}));
+  w_o = register_parameter("w_o", torch::empty({c.n_embd, c.n_heads * D}));
+  mlp_norm = register_parameter("mlp_norm", torch::ones({c.n_embd}));
+  w_gate_up = register_parameter("w_gate_up", torch::empty({2 * c.n_ff, c.n_embd}));
+  w_down = register_parameter("w_down", torch::empty({c.n_embd, c.n_ff}));
+}
+
+TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
+  MESHRL_CHECK(config.n_embd % config.n_heads == 0 && config.n_heads % config.n_kv_heads == 0,
+               "[transformer] bad head counts: hidden " << config.n_embd << ", heads " << config.n_heads
+                                                        << ", kv heads " << config.n_kv_heads);
+  embed_ = register_parameter("embed", torch::empty({config.n_vocab, config.n_embd}));
+  layers_ = register_module("layers", torch::nn::ModuleList());
+  for (int64_t l = 0; l < config.n_layers; ++l) layers_->push_back(DecoderLayer(config));
+  norm_ = register_parameter("norm", torch::ones({config.n_embd}));
+  if (!config.tie_word_embeddings) lm_head_ = register_parameter("lm_head", torch::empty({config.n_vocab, config.n_embd}));
+  auto table = rope_table_make(config.max_positions, config.head_dim(), config.rope_theta, torch::kCPU);
+  // Buffers follow the module across .to(device); the RopeTable handles see the moved data.
+  rope_.cos = register_buffer("rope_cos", table.cos);
+  rope_.sin = register_buffer("rope_sin", table.sin);
+  init_weights(0);
+}
+
+void TransformerImpl::init_weights(uint64_t seed, double std) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(seed);
+  auto fill = [&](torch::Tensor& t) {
+    auto cpu = torch::empty(t.sizes(), torch::kFloat32);
+    cpu.normal_(0.0, std, gen);
+    t.copy_(cpu);
+  };
+  fill(embed_);
+  norm_.fill_(1.0);
+  if (lm_head_.defined()) fill(lm_head_);
+  for (auto& m : *layers_) {
+    auto& layer = *m->as<DecoderLayerImpl>();
+    layer.attn_norm.fill_(1.0);
+    layer.mlp_norm.fill_(1.0);
+    fill(layer.w_qkv);
+    if (layer.b_qkv.defined()) layer.b_qkv.zero_();
+    fill(layer.w_o);
+    fill(layer.w_gate_up);
+    fill(layer.w_down);
+  }
+}
+
+int64_t TransformerImpl::n_params() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+KVCache TransformerImpl::make_cache(int64_t batch, int64_t max_len) const {
+  MESHRL_CHECK(max_len <= config_.max_positions,
+               "[transformer] cache of " << max_len << " slots exceeds max_position_embeddings " << config_.max_positions);
+  return kv_cache_make(config_.n_layers, batch, config_.n_kv_heads, max_len, config_.head_dim(), embed_.device());
+}
+
+torch::Tensor TransformerImpl::rms_norm(const torch::Tensor& x, const torch::Tensor& weight) const {
+  // HF LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), then * weight (all float32 here).
+  auto var = x.pow(2).mean(-1, /*keepdim=*/true);
+  return x * torch::rsqrt(var + config_.rms_norm_eps) * weight;
+}
+
+torch::Tensor TransformerImpl::attention(DecoderLayerImpl& layer, const torch::Tensor& x, int64_t layer_index,
+                                         KVCache* cache, const torch::Tensor& key_mask) {
+  const int64_t B = x.size(0), T = x.size(1);
+  const int64_t H = config_.n_heads, Hkv = config_.n_kv_heads, G = H / Hkv, D = config_.head_dim();
+  auto qkv = layer.b_qkv.defined() ? torch::addmm(layer.b_qkv, x.reshape({B * T, -1}), layer.w_qkv.t())
+                                   : torch::mm(x.reshape({B * T, -1}), layer.w_qkv.t());
+  qkv = qkv.view({B, T, H + 2 * Hkv, D});
+  const int64_t start = cache ? cache->length : 0;
+  auto q = rope_apply(qkv.narrow(2, 0, H), rope_, start);        // [B, T, H, D]
+  auto k = rope_apply(qkv.narrow(2, H, Hkv), rope_, start);      // [B, T, Hkv, D]
+  auto v = qkv.narrow(2, H + Hkv, Hkv);                          // [B, T, Hkv, D]
+
+  torch::Tensor k_all, v_all;  // [B, Hkv, t, D]
+  int64_t t_total = T;
+  if (cache) {
+    t_total = start + T;
+    MESHRL_CHECK(t_total <= cache->capacity(), "[attention] KV cache full: " << t_total << " > " << cache->capacity());
+    cache->k[layer_index].narrow(2, start, T).copy_(k.permute({0, 2, 1, 3}));
+    cache->v[layer_index].narrow(2, start, T).copy_(v.permute({0, 2, 1, 3}));
+    k_all = cache->k[layer_index].narrow(2, 0, t_total);
+    v_all = cache->v[layer_index].narrow(2, 0, t_total);
+  } else {
+    k_all = k.permute({0, 2, 1, 3});
+    v_all = v.permute({0, 2, 1, 3});
+  }
+
+  // Stack the G query heads of each kv head along the query axis: [B, Hkv, G*T, D].
+  auto q_grouped = (q * (1.0 / std::sqrt(static_cast<double>(D))))
+                       .view({B, T, Hkv, G, D})
+                       .permute({0, 2, 3, 1, 4})
+                       .reshape({B, Hkv, G * T, D});
+  auto scores = torch::matmul(q_grouped, k_all.transpose(-1, -2));  // [B, Hkv, G*T, t]
+
+  // Additive mask: causal among the T new tokens, and padded key slots hidden.
+  torch::Tensor mask;  // broadcastable to [B, 1, 1, T, t], true = hidden
+  torch::Tensor diag;  // [1, 1, 1, T, t], true where key slot == query slot
+  if (T > 1) {
+    auto qpos = torch::arange(start, start + T, torch::TensorOptions().dtype(torch::kInt64).device(x.device()));
+    auto kpos = torch::arange(t_total, torch::TensorOptions().dtype(torch::kInt64).device(x.device()));
+    mask = (kpos.unsqueeze(0) > qpos.unsqueeze(1)).view({1, 1, 1, T, t_total});
+    diag = (kpos.unsqueeze(0) == qpos.unsqueeze(1)).view({1, 1, 1, T, t_total});
+  }
+  torch::Tensor pad;  // [B, t] bool, true = padding
+  if (cache && cache->padded) pad = cache->key_mask.narrow(1, 0, t_total).logical_not();
+  if (!cache && key_mask.defined()) pad = key_mask.logical_not();
+  if (pad.defined()) {
+    auto p = pad.view({B, 1, 1, 1, t_total});
+    // A padding query still sees itself: a row of all -inf would softmax to NaN, and NaN values
+    // in padded slots poison real rows through 0 * NaN in the next product.
+    if (diag.defined()) p = p.logical_and(diag.logical_not());
+    mask = mask.defined() ? mask.logical_or(p) : p;
+  }
+  if (mask.defined()) {
+    scores = scores.view({B, Hkv, G, T, t_total})
+                 .masked_fill(mask, -std::numeric_limits<float>::infinity())
+                 .view({B, Hkv, G * T, t_total});
+  }
+  auto probs = torch::softmax(scores, -1);
+  auto out = torch::matmul(probs, v_all);  // [B, Hkv, G*T, D]
+  out = out.view({B, Hkv, G, T, D}).permute({0, 3, 1, 2, 4}).reshape({B * T, H * D});
+  return torch::mm(out, layer.w_o.t()).view({B, T, -1});
+}
+
+torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& tokens, KVCache* cache,
+                                              const torch::Tensor& key_mask) {
+  MESHRL_CHECK(tokens.dim() == 2 && tokens.scalar_type() == torch::kInt64,
+               "[transformer] tokens must be [B, T] int64, got " << shape_str(tokens.sizes()) << " " << tokens.scalar_type());
+  const int64_t B = tokens.size(0), T = tokens.size(1), F = config_.n_ff;
+  if (cache) MESHRL_CHECK(cache->batch() == B, "[transformer] cache batch " << cache->batch() << " != tokens batch " << B);
+  if (key_mask.defined())
+    MESHRL_CHECK(key_mask.sizes() == tokens.sizes(), "[transformer] key_mask must be [B, T] like tokens, got "
+                                                         << shape_str(key_mask.sizes()));
+  auto h = torch::embedding(embed_, tokens);  // [B, T, E]
+  for (size_t l = 0; l < layers_->size(); ++l) {
+    auto& layer = *layers_[l]->as<DecoderLayerImpl>();
+    h = h + attention(layer, rms_norm(h, layer.attn_norm), static_cast<int64_t>(l), cache, key_mask);
+    auto gu = torch::mm(rms_norm(h, layer.mlp_norm).view({B * T, -1}), layer.w_gate_up.t());  // [B*T, 2F]
+    auto act = torch::silu(gu.narrow(1, 0, F)) * gu.narrow(1, F, F);
+    h = h + torch::mm(act, layer.w_down.t()).view({B, T, -1});
+  }
+  if (cache) cache->length += T;
+  return h;
+}
+
+torch::Tensor TransformerImpl::logits_from_hidden(const torch::Tensor& hidden) {
+  auto w = lm_head_.defined() ? lm_head_ : embed_;
+  return torch::matmul(rms_norm(hidden, norm_), w.t());
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache* cache, const torch::Tensor& key_mask) {
+  return logits_from_hidden(forward_hidden(tokens, cache, key_mask));
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> TransformerImpl::hf_tensors() const {
+  const int64_t H = config_.n_heads, Hkv = config_.n_kv_heads, D = config_.head_dim(), F = config_.n_ff;
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  out.emplace_back("model.embed_tokens.weight", embed_);
+  for (size_t l = 0; l < layers_->size(); ++l) {
+    const auto& layer = *layers_->ptr(l)->as<DecoderLayerImpl>();
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    out.emplace_back(p + "input_layernorm.weight", layer.attn_norm);
+    out.emplace_back(p + "self_attn.q_proj.weight", layer.w_qkv.narrow(0, 0, H * D));
+    out.emplace_back(p + "self_attn.k_proj.weight", layer.w_qkv.narrow(0, H * D, Hkv * D));
+    out.emplace_back(p + "self_attn.v_proj.weight", layer.w_qkv.narrow(0, (H + Hkv) * D, Hkv * D));
+    if (layer.b_qkv.defined()) {
+      out.emplace_back(p + "self_attn.q_proj.bias", layer.b_qkv.narrow(0, 0, H * D));
+      out.emplace_back(p + "self_attn.k_proj.bias", layer.b_qkv.narrow(0, H * D, Hkv * D));
+      out.emplace_back(p + "self_attn.v_proj.bias", layer.b_qkv.narrow(0, (H + Hkv) * D, Hkv * D));
+    }
+    out.emplace_back(p + "self_attn.o_proj.weight", layer.w_o);
+    out.emplace_back(p + "post_attention_layernorm.weight", layer.mlp_norm);
+    out.emplace_back(p + "mlp.gate_proj.weight", layer.w_gate_up.narrow(0, 0, F));
+    out.emplace_back(p + "mlp.up_proj.weight", layer.w_gate_up.narrow(0, F, F));
+    out.emplace_back(p + "mlp.down_proj.weight", layer.w_down);
+  }
+  out.emplace_back("model.norm.weight", norm_);
+  if (lm_head_.defined()) out.emplace_back("lm_head.weight", lm_head_);
+  return out;
+}
+
+Status TransformerImpl::load_hf_tensors(const std::map<std::string, torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  std::set<std::string> expected;
+  for (auto& [name, dst] : hf_tensors()) {
+    expected.insert(name);
+    auto it = tensors.find(name);
+    if (it == tensors.end()) return not_found("[checkpoint] missing tensor " + name);
+    if (it->second.sizes() != dst.sizes())
+      return invalid_argument("[checkpoint] shape of " + name + " is " + shape_str(it->second.sizes()) +
+                              ", config.json implies " + shape_str(dst.sizes()));
+    if (!it->second.is_floating_point()) return invalid_argument("[checkpoint] " + name + " is not a float tensor");
+    auto src = it->second.to(dst.device(), torch::kFloat32);
+    auto dst_view = dst;  // a view into the fused parameter: copy_ writes through
+    dst_view.copy_(src);
+  }
+  for (auto& [name, t] : tensors) {
+    // HF folders of tied models sometimes still carry lm_head.weight; it must then equal embed.
+    if (expected.count(name)) continue;
+    if (name == "lm_head.weight" && config_.tie_word_embeddings) continue;
+    if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // old HF exports; recomputed
+    return invalid_argument("[checkpoint] unexpected tensor " + name + " for this config");
+  }
+  return Status::ok();
+}
+
+}  // namespace meshrl::model

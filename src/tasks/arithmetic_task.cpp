@@ -1,0 +1,68 @@
+// Arithmetic task. See arithmetic_task.h.
+#include "tasks/arithmetic_task.h"
+
+#include "tasks/answer.h"
+
+namespace meshrl::tasks {
+
+std::optional<int64_t> parse_canonical_int(std::string_view s) {
+  size_t i = 0;
+  const bool negative = !s.empty() && s[0] == '-';
+  if (negative) ++i;
+  const std::string_view digits = s.substr(i);
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  if (digits.size() > 1 && digits[0] == '0') return std::nullopt;
+  if (negative && digits == "0") return std::nullopt;
+  int64_t v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return negative ? -v : v;
+}
+
+Result<std::unique_ptr<Task>> ArithmeticTask::create(const TaskConfig& cfg) {
+  std::unique_ptr<ArithmeticTask> t(new ArithmeticTask(cfg));
+  MESHRL_RETURN_IF_ERROR(t->init_splits());
+  return std::unique_ptr<Task>(std::move(t));
+}
+
+std::string ArithmeticTask::name() const {
+  const ArithmeticConfig& a = cfg_.arithmetic;
+  return "arithmetic(digits=" + std::to_string(a.digits) + ", operators=\"" + a.operators + "\"" +
+         (a.allow_negative ? "" : ", no negatives") + ")";
+}
+
+std::optional<Problem> ArithmeticTask::draw(Rng& rng) const {
+  const ArithmeticConfig& c = cfg_.arithmetic;
+  int64_t hi = 1;
+  for (int i = 0; i < c.digits; ++i) hi *= 10;
+  int64_t a = rng.uniform_int(0, hi - 1), b = rng.uniform_int(0, hi - 1);
+  const char op = c.operators[rng.uniform_int(0, int64_t(c.operators.size()) - 1)];
+  if (op == '-' && !c.allow_negative && a < b) std::swap(a, b);
+  const int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;  // |r| < 10^12: no overflow
+  const std::string text = std::to_string(a) + op + std::to_string(b);
+  return Problem{"arithmetic:" + text, text + "=", std::to_string(r)};
+}
+
+Result<Score> ArithmeticTask::score(const Problem& problem, std::string_view completion) const {
+  const std::optional<int64_t> want = parse_canonical_int(problem.answer);
+  if (!want) return invalid_argument("[tasks.arithmetic] problem " + problem.id + " has a non-integer answer \"" + problem.answer + "\"");
+  const AnswerText at = cut_at_stop(completion, {"\n"});
+  const std::string_view body = trim(at.body);
+  const double bonus = cfg_.format_reward;
+  if (body.empty()) return make_score(false, false, bonus, "no answer before the newline");
+  const std::optional<int64_t> got = parse_canonical_int(body);
+  if (!got) {
+    std::string shown(body.substr(0, 40));
+    return make_score(false, false, bonus, "'" + shown + "' is not a canonical integer");
+  }
+  const bool correct = *got == *want;
+  std::string detail = correct ? "ok" : "expected " + problem.answer + ", got " + std::to_string(*got);
+  if (!at.ended_with_stop) detail += " (no newline at the end)";
+  return make_score(correct, at.ended_with_stop, bonus, detail);
+}
+
+std::optional<std::string> ArithmeticTask::solution(const Problem& problem) const { return problem.answer + "\n"; }
+
+}  // namespace meshrl::tasks
