@@ -14,6 +14,8 @@
 
 namespace meshrl::rollout {
 
+inline constexpr const char* kCharTokenizerMarker = "meshrl_tokenizer.json";
+
 struct Policy {
   model::Transformer model{nullptr};
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer;
@@ -21,6 +23,10 @@ struct Policy {
 };
 
 // Folder: reads tokenizer.json beside the weights and checks its vocabulary fits the embedding.
+// A folder without tokenizer.json but with kCharTokenizerMarker ({"type": "char", "n_vocab": N},
+// written by `meshrl sft` for models trained from a preset) gets the character tokenizer: a
+// byte-level BPE tokenizer.json with no merges would NOT reproduce its ids (GPT-2's byte-to-unicode
+// table orders the 256 bytes differently), so the folder says what it needs instead.
 Result<Policy> load_policy(const std::string& spec, const std::string& device = "cpu", uint64_t seed = 0);
 
 // Bytes of one id for stop strings and text; ids the tokenizer does not know decode to "".

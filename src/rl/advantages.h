@@ -1,0 +1,32 @@
+// Group-relative advantages for GRPO: each completion's reward compared with the other samples of
+// the same prompt. Owns nothing; knows nothing about models, tokens, tasks or the network.
+//
+// Layout: rewards [N*G] for N prompts with G samples each, groups contiguous — rows g*G .. g*G+G-1
+// share prompt g. A group whose rewards are all equal carries no learning signal: its advantages
+// are exactly 0 (never NaN), and groups_with_signal() lets the trainer drop it altogether.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace meshrl::rl {
+
+struct AdvantageConfig {
+  // true: (r - mean) / (std + eps), as DeepSeek's GRPO. false: r - mean only (Dr. GRPO), which
+  // avoids up-weighting groups that are nearly all right or nearly all wrong.
+  bool normalize_std = true;
+  double eps = 1e-6;
+};
+
+// rewards [N*G] floating, finite -> advantages [N*G], same dtype. std is the sample standard
+// deviation (unbiased, divide by G-1), as DeepSeek GRPO and TRL compute it; G == 1 gives all zeros.
+// Computed in float64 so that small differences between large rewards survive.
+// Broken invariants (not 1-D, N*G not a multiple of G, G < 1, a non-finite reward) stop with
+// MESHRL_CHECK: rewards are produced inside the process by verifiers, never parsed from outside.
+torch::Tensor group_advantages(const torch::Tensor& rewards, int64_t group_size, const AdvantageConfig& config);
+
+// rewards [N*G] -> [N] bool: true for groups whose rewards are not all equal.
+torch::Tensor groups_with_signal(const torch::Tensor& rewards, int64_t group_size);
+
+}  // namespace meshrl::rl

@@ -1,0 +1,75 @@
+// AdamW, the warm-up + cosine schedule and global-norm clipping. See optimizer.h.
+#include "rl/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+
+namespace meshrl::rl {
+
+double scheduled_lr(const ScheduleConfig& c, int64_t step) {
+  MESHRL_CHECK(step >= 0, "[optimizer] step must be >= 0, got " << step);
+  if (step < c.warmup_steps) return c.lr * static_cast<double>(step + 1) / static_cast<double>(c.warmup_steps);
+  const double lr_min = c.lr * c.min_lr_ratio;
+  const int64_t span = std::max<int64_t>(1, c.total_steps - c.warmup_steps - 1);
+  const double p = std::clamp(static_cast<double>(step - c.warmup_steps) / static_cast<double>(span), 0.0, 1.0);
+  return lr_min + (c.lr - lr_min) * 0.5 * (1.0 + std::cos(M_PI * p));
+}
+
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return 0.0;
+  // Sum of squares in float64 so that many small gradients do not lose precision.
+  torch::Tensor sq = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(grads[0].device()));
+  for (const auto& g : grads) sq += g.to(torch::kFloat64).pow(2).sum();
+  const double norm = std::sqrt(sq.item<double>());
+  if (max_norm > 0 && std::isfinite(norm) && norm > max_norm) {
+    const double scale = max_norm / (norm + 1e-6);
+    for (auto& g : grads) g.mul_(scale);
+  }
+  return norm;
+}
+
+Optimizer::Optimizer(std::vector<torch::Tensor> params, const OptimizerConfig& config)
+    : config_(config), params_(std::move(params)) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& p : params_) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  auto opts = torch::optim::AdamWOptions(config.schedule.lr)
+                  .betas({config.beta1, config.beta2})
+                  .eps(config.eps)
+                  .weight_decay(config.weight_decay);
+  auto opts_no_decay = opts;
+  opts_no_decay.weight_decay(0.0);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (!decay.empty()) groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(opts));
+  if (!no_decay.empty()) groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(opts_no_decay));
+  adam_ = std::make_unique<torch::optim::AdamW>(groups, opts);
+}
+
+void Optimizer::zero_grad() {
+  for (auto& p : params_)
+    if (p.grad().defined()) p.mutable_grad().zero_();
+}
+
+OptimizerStepInfo Optimizer::step() {
+  OptimizerStepInfo info;
+  info.lr = scheduled_lr(config_.schedule, step_);
+  info.grad_norm = clip_grad_norm(params_, config_.grad_clip);
+  if (!std::isfinite(info.grad_norm)) {
+    // A NaN/inf gradient would poison Adam's moments for good; drop this update instead.
+    info.skipped = true;
+    zero_grad();
+    return info;
+  }
+  for (auto& group : adam_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(info.lr);
+  adam_->step();
+  zero_grad();
+  ++step_;
+  return info;
+}
+
+}  // namespace meshrl::rl

@@ -1,0 +1,74 @@
+// The inner optimizer of SFT and GRPO: AdamW (torch::optim::AdamW) with a learning-rate schedule
+// (linear warm-up, then cosine decay to a floor) and gradient clipping by global norm.
+// Owns the optimizer state; knows nothing about losses, tasks, models' structure or the network.
+//
+// Weight decay applies to matrices only (dim >= 2): decaying RMSNorm gains pulls them toward 0
+// and hurts, as the usual recipes (nanoGPT, HF Trainer) also exclude them.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace meshrl::rl {
+
+struct ScheduleConfig {
+  double lr = 1e-3;           // peak learning rate
+  int64_t warmup_steps = 0;   // steps 0 .. warmup-1 ramp linearly: lr * (s + 1) / warmup
+  int64_t total_steps = 1;    // the cosine reaches lr * min_lr_ratio at step total_steps - 1
+  double min_lr_ratio = 0.1;  // floor as a share of lr
+};
+
+// Learning rate for 0-based optimizer step s. After warm-up, with p = (s - warmup) /
+// max(1, total - warmup - 1) clamped to [0, 1]:
+//   lr_min + (lr - lr_min) * (1 + cos(pi * p)) / 2,   lr_min = lr * min_lr_ratio.
+// So the first post-warm-up step runs at the peak and the last at the floor; steps past the end
+// stay at the floor (a mesh node may run a few more inner steps than planned).
+double scheduled_lr(const ScheduleConfig& config, int64_t step);
+
+// Scales every gradient by min(1, max_norm / (norm + 1e-6)) where norm is the L2 norm of all
+// gradients together; returns that norm (before clipping). Parameters without a gradient are
+// skipped. max_norm <= 0: no clipping, only the norm. A non-finite norm leaves the gradients alone
+// (the caller decides: the trainer skips the update).
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+
+struct OptimizerConfig {
+  ScheduleConfig schedule;
+  double weight_decay = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.99;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  // max global norm; <= 0 = off
+};
+
+struct OptimizerStepInfo {
+  double lr = 0;         // the learning rate this step used
+  double grad_norm = 0;  // global gradient norm before clipping
+  bool skipped = false;  // true when the gradient was not finite: no update, step not counted
+};
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<torch::Tensor> params, const OptimizerConfig& config);
+
+  // Clips, sets the scheduled lr for the current step, applies AdamW, zeroes the gradients and
+  // advances the step counter. Call after backward().
+  OptimizerStepInfo step();
+  void zero_grad();
+
+  int64_t step_count() const { return step_; }
+  // Lets a caller that reloads weights (a mesh node after a broadcast) continue the schedule.
+  void set_step_count(int64_t s) { step_ = s; }
+  double current_lr() const { return scheduled_lr(config_.schedule, step_); }
+  const OptimizerConfig& config() const { return config_; }
+
+ private:
+  OptimizerConfig config_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<torch::optim::AdamW> adam_;
+  int64_t step_ = 0;
+};
+
+}  // namespace meshrl::rl

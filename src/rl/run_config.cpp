@@ -1,0 +1,480 @@
+// Reading, overriding, validating and writing the run file. See run_config.h.
+#include "rl/run_config.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#include <toml++/toml.h>
+
+#include "core/file_io.h"
+
+namespace meshrl::rl {
+namespace {
+
+using nlohmann::json;
+
+// One typed key of a section. The table below is the single list of keys: parsing, overrides and
+// writing the effective config all walk it, so a key cannot be readable but not writable.
+using FieldRef = std::variant<int64_t*, uint64_t*, double*, bool*, std::string*>;
+struct Field {
+  const char* section;
+  const char* key;
+  FieldRef ref;
+};
+
+std::vector<Field> fields_of(RunConfig& c) {
+  ModelSection& m = c.model;
+  SftSection& s = c.sft;
+  GrpoSection& g = c.grpo;
+  EvalSection& e = c.eval;
+  return {
+      {"model", "init", &m.init},
+      {"model", "device", &m.device},
+      {"model", "threads", &m.threads},
+      {"model", "weight_seed", &m.weight_seed},
+      {"sft", "steps", &s.steps},
+      {"sft", "batch_size", &s.batch_size},
+      {"sft", "lr", &s.lr},
+      {"sft", "warmup_steps", &s.warmup_steps},
+      {"sft", "min_lr_ratio", &s.min_lr_ratio},
+      {"sft", "weight_decay", &s.weight_decay},
+      {"sft", "grad_clip", &s.grad_clip},
+      {"sft", "seed", &s.seed},
+      {"sft", "cache_dir", &s.cache_dir},
+      {"sft", "log_every", &s.log_every},
+      {"grpo", "steps", &g.steps},
+      {"grpo", "prompts_per_step", &g.prompts_per_step},
+      {"grpo", "group_size", &g.group_size},
+      {"grpo", "max_new_tokens", &g.max_new_tokens},
+      {"grpo", "temperature", &g.temperature},
+      {"grpo", "lr", &g.lr},
+      {"grpo", "warmup_steps", &g.warmup_steps},
+      {"grpo", "min_lr_ratio", &g.min_lr_ratio},
+      {"grpo", "weight_decay", &g.weight_decay},
+      {"grpo", "adam_beta1", &g.adam_beta1},
+      {"grpo", "adam_beta2", &g.adam_beta2},
+      {"grpo", "adam_eps", &g.adam_eps},
+      {"grpo", "grad_clip", &g.grad_clip},
+      {"grpo", "ppo_epochs", &g.ppo_epochs},
+      {"grpo", "minibatches", &g.minibatches},
+      {"grpo", "clip_low", &g.clip_low},
+      {"grpo", "clip_high", &g.clip_high},
+      {"grpo", "kl_coef", &g.kl_coef},
+      {"grpo", "normalize_std", &g.normalize_std},
+      {"grpo", "loss_normalization", &g.loss_normalization},
+      {"grpo", "filter_equal_groups", &g.filter_equal_groups},
+      {"grpo", "mask_truncated", &g.mask_truncated},
+      {"grpo", "seed", &g.seed},
+      {"eval", "n_eval", &e.n_eval},
+      {"eval", "every_steps", &e.every_steps},
+      {"eval", "pass_k", &e.pass_k},
+      {"eval", "n_samples", &e.n_samples},
+      {"eval", "temperature", &e.temperature},
+      {"eval", "max_new_tokens", &e.max_new_tokens},
+      {"eval", "batch_size", &e.batch_size},
+      {"checkpoint", "every_steps", &c.checkpoint.every_steps},
+  };
+}
+
+const std::set<std::string> kSections = {"model", "task", "sft", "grpo", "eval", "checkpoint"};
+
+std::string fmt_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  // Shortest form that reads back exactly, for messages and the effective config.
+  for (int p = 1; p <= 17; ++p) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*g", p, v);
+    if (std::strtod(b, nullptr) == v) return b;
+  }
+  return buf;
+}
+
+std::string clip_text(std::string s) {
+  for (char& ch : s)
+    if (ch == '\n') ch = ' ';
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+std::string toml_type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table: return "table";
+    case toml::node_type::array: return "array";
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::date: return "date";
+    case toml::node_type::time: return "time";
+    case toml::node_type::date_time: return "date-time";
+    default: return "value";
+  }
+}
+
+std::string toml_shown(const toml::node& n) {
+  std::ostringstream os;
+  n.visit([&os](auto&& v) { os << v; });
+  return clip_text(os.str());
+}
+
+std::string where_key(const std::string& source, const std::string& section, const std::string& key) {
+  return source + ": [" + section + "] " + key;
+}
+
+// Sets one field from a TOML value, checking its type.
+Status set_from_toml(const Field& f, const toml::node& n, const std::string& source) {
+  auto wrong = [&](const char* expected) {
+    return invalid_argument(where_key(source, f.section, f.key) + " must be " + expected + ", got " + toml_type_name(n) +
+                            " " + toml_shown(n));
+  };
+  return std::visit(
+      [&](auto* p) -> Status {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          if (!n.is_integer()) return wrong("an integer");
+          *p = n.as_integer()->get();
+        } else if constexpr (std::is_same_v<T, uint64_t>) {
+          if (!n.is_integer() || n.as_integer()->get() < 0) return wrong("a non-negative integer");
+          *p = static_cast<uint64_t>(n.as_integer()->get());
+        } else if constexpr (std::is_same_v<T, double>) {
+          double v;
+          if (n.is_integer()) v = static_cast<double>(n.as_integer()->get());
+          else if (n.is_floating_point()) v = n.as_floating_point()->get();
+          else return wrong("a number");
+          if (!std::isfinite(v)) return wrong("a finite number");
+          *p = v;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!n.is_boolean()) return wrong("true or false");
+          *p = n.as_boolean()->get();
+        } else {
+          if (!n.is_string()) return wrong("a string");
+          *p = n.as_string()->get();
+        }
+        return Status::ok();
+      },
+      f.ref);
+}
+
+// Sets one field from command-line text, typed by the field.
+Status set_from_text(const Field& f, const std::string& text, const std::string& where) {
+  auto wrong = [&](const char* expected) {
+    return invalid_argument(where + " must be " + expected + ", got '" + clip_text(text) + "'");
+  };
+  return std::visit(
+      [&](auto* p) -> Status {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>) {
+          T v{};
+          auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+          if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+            return wrong(std::is_same_v<T, int64_t> ? "an integer" : "a non-negative integer");
+          if constexpr (std::is_same_v<T, uint64_t>)
+            if (v > uint64_t(INT64_MAX)) return wrong("an integer below 2^63");
+          *p = v;
+        } else if constexpr (std::is_same_v<T, double>) {
+          char* end = nullptr;
+          const double v = std::strtod(text.c_str(), &end);
+          if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return wrong("a finite number");
+          *p = v;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (text == "true") *p = true;
+          else if (text == "false") *p = false;
+          else return wrong("true or false");
+        } else {
+          *p = text;
+        }
+        return Status::ok();
+      },
+      f.ref);
+}
+
+// TOML value -> JSON for the task config (which is defined over JSON). Non-negative integers
+// become unsigned so that unsigned task keys (split_seed) accept them.
+Result<json> toml_to_json(const toml::node& n, const std::string& where) {
+  if (n.is_integer()) {
+    const int64_t v = n.as_integer()->get();
+    return v >= 0 ? json(static_cast<uint64_t>(v)) : json(v);
+  }
+  if (n.is_floating_point()) return json(n.as_floating_point()->get());
+  if (n.is_boolean()) return json(n.as_boolean()->get());
+  if (n.is_string()) return json(n.as_string()->get());
+  if (n.is_array()) {
+    json a = json::array();
+    for (const toml::node& e : *n.as_array()) {
+      if (e.is_array() || e.is_table()) return invalid_argument(where + " must not nest arrays or tables in an array");
+      MESHRL_ASSIGN_OR_RETURN(json v, toml_to_json(e, where));
+      a.push_back(std::move(v));
+    }
+    return a;
+  }
+  return invalid_argument(where + " has a " + toml_type_name(n) + " value, which no task key takes");
+}
+
+// [task] table -> dotted pairs ("arithmetic.digits" -> 2), as task_config_from_pairs expects.
+Status flatten_task(const toml::table& t, const std::string& prefix, const std::string& source,
+                    std::vector<std::pair<std::string, json>>& out) {
+  for (auto&& [k, v] : t) {
+    const std::string key = prefix + std::string(k.str());
+    if (v.is_table()) {
+      MESHRL_RETURN_IF_ERROR(flatten_task(*v.as_table(), key + ".", source, out));
+      continue;
+    }
+    MESHRL_ASSIGN_OR_RETURN(json j, toml_to_json(v, where_key(source, "task", key)));
+    out.emplace_back(key, std::move(j));
+  }
+  return Status::ok();
+}
+
+// One "--task.a.b=value" override: typed by the default task JSON at that path.
+Status apply_task_override(RunConfig& c, const std::string& dotted, const std::string& text, const std::string& source) {
+  const std::string where = where_key(source, "task", dotted) + " (command line)";
+  json cur = tasks::task_config_to_json(c.task);
+  json* slot = &cur;
+  size_t from = 0;
+  while (true) {
+    const size_t dot = dotted.find('.', from);
+    const std::string part = dotted.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    if (!slot->is_object() || !slot->contains(part))
+      return invalid_argument(source + ": [task] unknown key '" + dotted + "' (command line); see src/tasks/task_config.h");
+    slot = &(*slot)[part];
+    if (dot == std::string::npos) break;
+    from = dot + 1;
+  }
+  if (slot->is_object()) return invalid_argument(where + " is a table; set one of its keys");
+  json v;
+  if (slot->is_boolean()) {
+    if (text != "true" && text != "false") return invalid_argument(where + " must be true or false, got '" + clip_text(text) + "'");
+    v = text == "true";
+  } else if (slot->is_number_unsigned()) {
+    uint64_t x{};
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+      return invalid_argument(where + " must be a non-negative integer, got '" + clip_text(text) + "'");
+    v = x;
+  } else if (slot->is_number_integer()) {
+    int64_t x{};
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+      return invalid_argument(where + " must be an integer, got '" + clip_text(text) + "'");
+    v = x;
+  } else if (slot->is_number()) {
+    char* end = nullptr;
+    const double x = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(x))
+      return invalid_argument(where + " must be a finite number, got '" + clip_text(text) + "'");
+    v = x;
+  } else if (slot->is_array()) {
+    // A JSON array of strings, or one bare string meaning a one-element list.
+    v = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (v.is_discarded() || !v.is_array()) v = json::array({text});
+  } else {
+    v = text;
+  }
+  *slot = std::move(v);
+  MESHRL_ASSIGN_OR_RETURN(c.task, tasks::task_config_from_json(cur, source + ": [task]"));
+  return Status::ok();
+}
+
+Status check(bool ok, const std::string& source, const char* section, const char* key, const std::string& what,
+             const std::string& got) {
+  if (ok) return Status::ok();
+  return invalid_argument(where_key(source, section, key) + " must be " + what + ", got " + got);
+}
+#define MESHRL_CHECK_INT(section, key, v, cond, what) \
+  MESHRL_RETURN_IF_ERROR(check((cond), source, section, key, what, std::to_string(v)))
+#define MESHRL_CHECK_NUM(section, key, v, cond, what) \
+  MESHRL_RETURN_IF_ERROR(check((cond), source, section, key, what, fmt_double(v)))
+
+}  // namespace
+
+Status validate_run_config(const RunConfig& c, const std::string& source) {
+  const ModelSection& m = c.model;
+  if (m.init.empty()) return invalid_argument(where_key(source, "model", "init") + " must name a preset (tiny, small) or a model folder");
+  static const std::set<std::string> devices = {"cpu", "cuda", "mps", "auto"};
+  if (!devices.count(m.device))
+    return invalid_argument(where_key(source, "model", "device") + " must be cpu, cuda, mps or auto, got \"" + m.device + "\"");
+  MESHRL_CHECK_INT("model", "threads", m.threads, m.threads >= 1 && m.threads <= 1024, "in [1, 1024]");
+
+  const SftSection& s = c.sft;
+  MESHRL_CHECK_INT("sft", "steps", s.steps, s.steps >= 0 && s.steps <= 10'000'000, "in [0, 10000000]");
+  MESHRL_CHECK_INT("sft", "batch_size", s.batch_size, s.batch_size >= 1 && s.batch_size <= 65536, "in [1, 65536]");
+  MESHRL_CHECK_NUM("sft", "lr", s.lr, s.lr > 0 && s.lr <= 10, "> 0 (and at most 10)");
+  MESHRL_CHECK_INT("sft", "warmup_steps", s.warmup_steps, s.warmup_steps >= 0, ">= 0");
+  MESHRL_CHECK_NUM("sft", "min_lr_ratio", s.min_lr_ratio, s.min_lr_ratio >= 0 && s.min_lr_ratio <= 1, "in [0, 1]");
+  MESHRL_CHECK_NUM("sft", "weight_decay", s.weight_decay, s.weight_decay >= 0, ">= 0");
+  MESHRL_CHECK_NUM("sft", "grad_clip", s.grad_clip, s.grad_clip >= 0, ">= 0 (0 = off)");
+  if (s.cache_dir.empty()) return invalid_argument(where_key(source, "sft", "cache_dir") + " must not be empty");
+  MESHRL_CHECK_INT("sft", "log_every", s.log_every, s.log_every >= 1, ">= 1");
+
+  const GrpoSection& g = c.grpo;
+  MESHRL_CHECK_INT("grpo", "steps", g.steps, g.steps >= 0 && g.steps <= 10'000'000, "in [0, 10000000]");
+  MESHRL_CHECK_INT("grpo", "prompts_per_step", g.prompts_per_step, g.prompts_per_step >= 1 && g.prompts_per_step <= 65536, "in [1, 65536]");
+  MESHRL_CHECK_INT("grpo", "group_size", g.group_size, g.group_size >= 2, ">= 2");
+  MESHRL_CHECK_INT("grpo", "group_size", g.group_size, g.group_size <= 4096, "<= 4096");
+  MESHRL_CHECK_INT("grpo", "max_new_tokens", g.max_new_tokens, g.max_new_tokens >= 1 && g.max_new_tokens <= 65536, "in [1, 65536]");
+  MESHRL_CHECK_NUM("grpo", "temperature", g.temperature, g.temperature > 0 && g.temperature <= 100, "in (0, 100]");
+  MESHRL_CHECK_NUM("grpo", "lr", g.lr, g.lr > 0 && g.lr <= 10, "> 0 (and at most 10)");
+  MESHRL_CHECK_INT("grpo", "warmup_steps", g.warmup_steps, g.warmup_steps >= 0, ">= 0");
+  MESHRL_CHECK_NUM("grpo", "min_lr_ratio", g.min_lr_ratio, g.min_lr_ratio >= 0 && g.min_lr_ratio <= 1, "in [0, 1]");
+  MESHRL_CHECK_NUM("grpo", "weight_decay", g.weight_decay, g.weight_decay >= 0, ">= 0");
+  MESHRL_CHECK_NUM("grpo", "adam_beta1", g.adam_beta1, g.adam_beta1 >= 0 && g.adam_beta1 < 1, "in [0, 1)");
+  MESHRL_CHECK_NUM("grpo", "adam_beta2", g.adam_beta2, g.adam_beta2 >= 0 && g.adam_beta2 < 1, "in [0, 1)");
+  MESHRL_CHECK_NUM("grpo", "adam_eps", g.adam_eps, g.adam_eps > 0, "> 0");
+  MESHRL_CHECK_NUM("grpo", "grad_clip", g.grad_clip, g.grad_clip >= 0, ">= 0 (0 = off)");
+  MESHRL_CHECK_INT("grpo", "ppo_epochs", g.ppo_epochs, g.ppo_epochs >= 1 && g.ppo_epochs <= 100, "in [1, 100]");
+  const int64_t rows = g.prompts_per_step * g.group_size;
+  MESHRL_CHECK_INT("grpo", "minibatches", g.minibatches, g.minibatches >= 1 && g.minibatches <= rows,
+                   "in [1, prompts_per_step * group_size = " + std::to_string(rows) + "]");
+  MESHRL_CHECK_NUM("grpo", "clip_low", g.clip_low, g.clip_low > 0 && g.clip_low < 1, "in (0, 1)");
+  MESHRL_CHECK_NUM("grpo", "clip_high", g.clip_high, g.clip_high > 0 && g.clip_high <= 100, "in (0, 100]");
+  MESHRL_CHECK_NUM("grpo", "kl_coef", g.kl_coef, g.kl_coef >= 0, ">= 0");
+  if (g.loss_normalization != "token" && g.loss_normalization != "sequence" && g.loss_normalization != "constant")
+    return invalid_argument(where_key(source, "grpo", "loss_normalization") + " must be token, sequence or constant, got \"" +
+                            g.loss_normalization + "\"");
+
+  const EvalSection& e = c.eval;
+  MESHRL_CHECK_INT("eval", "n_eval", e.n_eval, e.n_eval >= 1 && e.n_eval <= 100000, "in [1, 100000]");
+  MESHRL_CHECK_INT("eval", "every_steps", e.every_steps, e.every_steps >= 0, ">= 0 (0 = only before and after)");
+  MESHRL_CHECK_INT("eval", "pass_k", e.pass_k, e.pass_k >= 1 && e.pass_k <= 1024, "in [1, 1024]");
+  MESHRL_CHECK_INT("eval", "n_samples", e.n_samples, e.n_samples == 0 || (e.n_samples >= e.pass_k && e.n_samples <= 4096),
+                   "0 (= 2 * pass_k) or in [pass_k, 4096]");
+  MESHRL_CHECK_NUM("eval", "temperature", e.temperature, e.temperature > 0 && e.temperature <= 100, "in (0, 100]");
+  MESHRL_CHECK_INT("eval", "max_new_tokens", e.max_new_tokens, e.max_new_tokens >= 0 && e.max_new_tokens <= 65536,
+                   "in [0, 65536] (0 = grpo.max_new_tokens)");
+  MESHRL_CHECK_INT("eval", "batch_size", e.batch_size, e.batch_size >= 1 && e.batch_size <= 65536, "in [1, 65536]");
+
+  MESHRL_CHECK_INT("checkpoint", "every_steps", c.checkpoint.every_steps, c.checkpoint.every_steps >= 0, ">= 0 (0 = only at the end)");
+  return tasks::validate_task_config(c.task, source + ": [task]");
+}
+
+Status apply_overrides(RunConfig& c, const std::vector<std::string>& args, const std::string& source) {
+  auto fields = fields_of(c);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a.rfind("--", 0) == 0) a = a.substr(2);
+    std::string key, value;
+    const size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      key = a.substr(0, eq);
+      value = a.substr(eq + 1);
+    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+      key = a;
+      value = args[++i];
+    } else {
+      return invalid_argument("command line: '" + args[i] + "' is not an override; write --section.key=value");
+    }
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == key.size())
+      return invalid_argument("command line: '" + args[i] + "' is not an override; write --section.key=value");
+    const std::string section = key.substr(0, dot), name = key.substr(dot + 1);
+    if (!kSections.count(section))
+      return invalid_argument("command line: unknown section [" + section + "] in '" + args[i] +
+                              "'; sections are model, task, sft, grpo, eval, checkpoint");
+    if (section == "task") {
+      MESHRL_RETURN_IF_ERROR(apply_task_override(c, name, value, source));
+      continue;
+    }
+    const Field* f = nullptr;
+    for (const Field& x : fields)
+      if (section == x.section && name == x.key) f = &x;
+    if (!f) return invalid_argument(source + ": [" + section + "] unknown key '" + name + "' (command line); see configs/README.md");
+    MESHRL_RETURN_IF_ERROR(set_from_text(*f, value, where_key(source, section, name) + " (command line)"));
+  }
+  return validate_run_config(c, source);
+}
+
+Result<RunConfig> parse_run_config(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return invalid_argument(source + ":" + std::to_string(e.source().begin.line) + ":" + std::to_string(e.source().begin.column) +
+                            ": " + std::string(e.description()));
+  }
+  RunConfig c;
+  auto fields = fields_of(c);
+  std::vector<std::pair<std::string, json>> task_pairs;
+  for (auto&& [k, v] : root) {
+    const std::string section(k.str());
+    if (!kSections.count(section)) {
+      if (!v.is_table()) return invalid_argument(source + ": unknown top-level key '" + section + "'; every key belongs in a [section]");
+      return invalid_argument(source + ": unknown section [" + section + "]; sections are model, task, sft, grpo, eval, checkpoint");
+    }
+    if (!v.is_table()) return invalid_argument(source + ": '" + section + "' must be a [section] table, got " + toml_type_name(v));
+    if (section == "task") {
+      MESHRL_RETURN_IF_ERROR(flatten_task(*v.as_table(), "", source, task_pairs));
+      continue;
+    }
+    for (auto&& [kk, vv] : *v.as_table()) {
+      const std::string key(kk.str());
+      const Field* f = nullptr;
+      for (const Field& x : fields)
+        if (section == x.section && key == x.key) f = &x;
+      if (!f) return invalid_argument(source + ": [" + section + "] unknown key '" + key + "'; see configs/README.md");
+      MESHRL_RETURN_IF_ERROR(set_from_toml(*f, vv, source));
+    }
+  }
+  MESHRL_ASSIGN_OR_RETURN(c.task, tasks::task_config_from_pairs(task_pairs, source + ": [task]"));
+  MESHRL_RETURN_IF_ERROR(validate_run_config(c, source));
+  if (!overrides.empty()) MESHRL_RETURN_IF_ERROR(apply_overrides(c, overrides, source));
+  return c;
+}
+
+Result<RunConfig> load_run_config(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  auto text = read_file(path, uint64_t{1} << 20);
+  if (!text.is_ok()) return Status(text.status().code(), "[run config] " + text.status().message());
+  return parse_run_config(text.value(), path.filename().string(), overrides);
+}
+
+namespace {
+toml::table json_to_toml_table(const json& j);
+
+void insert_json(toml::table& t, const std::string& k, const json& v) {
+  if (v.is_object()) t.insert_or_assign(k, json_to_toml_table(v));
+  else if (v.is_boolean()) t.insert_or_assign(k, v.get<bool>());
+  else if (v.is_number_integer()) t.insert_or_assign(k, static_cast<int64_t>(v.get<int64_t>()));
+  else if (v.is_number()) t.insert_or_assign(k, v.get<double>());
+  else if (v.is_string()) t.insert_or_assign(k, v.get<std::string>());
+  else if (v.is_array()) {
+    toml::array a;
+    for (const json& e : v) {
+      if (e.is_string()) a.push_back(e.get<std::string>());
+      else if (e.is_boolean()) a.push_back(e.get<bool>());
+      else if (e.is_number_integer()) a.push_back(e.get<int64_t>());
+      else if (e.is_number()) a.push_back(e.get<double>());
+    }
+    t.insert_or_assign(k, std::move(a));
+  }
+}
+
+toml::table json_to_toml_table(const json& j) {
+  toml::table t;
+  for (auto it = j.begin(); it != j.end(); ++it) insert_json(t, it.key(), it.value());
+  return t;
+}
+}  // namespace
+
+nlohmann::json run_config_to_json(const RunConfig& config) {
+  RunConfig c = config;  // fields_of needs mutable pointers; reading a copy keeps `config` const
+  json j = json::object();
+  for (const Field& f : fields_of(c)) {
+    std::visit([&](auto* p) { j[f.section][f.key] = *p; }, f.ref);
+  }
+  j["task"] = tasks::task_config_to_json(c.task);
+  return j;
+}
+
+std::string run_config_to_toml(const RunConfig& config) {
+  const json j = run_config_to_json(config);
+  toml::table root;
+  for (const char* s : {"model", "task", "sft", "grpo", "eval", "checkpoint"}) root.insert_or_assign(s, json_to_toml_table(j[s]));
+  std::ostringstream os;
+  os << "# Effective run config written by meshrl (every key present; see configs/README.md).\n" << root << "\n";
+  return os.str();
+}
+
+}  // namespace meshrl::rl

@@ -1,0 +1,116 @@
+// RunConfig: everything one training run needs — model, task, SFT warm start, GRPO, evaluation,
+// checkpoints — with the defaults in the structs, and the one place that reads it from a TOML run
+// file plus `--section.key=value` command-line overrides. Knows nothing about models or tensors:
+// it only produces validated values (configs/README.md documents every key).
+//
+// Errors are one line naming the file, the section and the key:
+//   "run.toml: [grpo] group_size must be >= 2, got 1"
+//   "run.toml: [grpo] unknown key 'group_sise'"
+//   "run.toml: [sft] lr must be a number, got string \"fast\""
+// Unknown sections, unknown keys, wrong types and out-of-range values are all errors; nothing is
+// silently defaulted. The [task] table is flattened to dotted pairs and handed to
+// tasks::task_config_from_pairs, which owns the task keys.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "tasks/task_config.h"
+
+namespace meshrl::rl {
+
+struct ModelSection {
+  std::string init = "tiny";    // preset name (tiny, small) or a Hugging Face folder
+  std::string device = "cpu";   // cpu | cuda | mps | auto
+  int64_t threads = 1;          // intra-op threads, 1..1024 (1 when processes share a machine)
+  uint64_t weight_seed = 0;     // seed of a preset's random initial weights
+};
+
+struct SftSection {
+  int64_t steps = 0;            // optimizer steps of the warm start; 0 = no SFT
+  int64_t batch_size = 64;      // sequences per step
+  double lr = 2e-3;             // peak learning rate, > 0
+  int64_t warmup_steps = 20;    // linear warm-up, then cosine down to lr * min_lr_ratio
+  double min_lr_ratio = 0.1;    // in [0, 1]
+  double weight_decay = 0.0;    // AdamW decoupled decay on matrices, >= 0
+  double grad_clip = 1.0;       // max global gradient norm; 0 = off
+  uint64_t seed = 0;            // which problems are drawn
+  std::string cache_dir = "runs/cache";  // `meshrl train` caches its warm start here (sft-<hash>)
+  int64_t log_every = 25;       // progress lines every N steps
+};
+
+struct GrpoSection {
+  int64_t steps = 100;            // GRPO steps (one batch of prompts each)
+  int64_t prompts_per_step = 16;  // N prompts per step
+  int64_t group_size = 8;         // G completions per prompt, >= 2
+  int64_t max_new_tokens = 16;    // completion budget; longer completions are truncated
+  double temperature = 1.0;       // sampling temperature, > 0
+  double lr = 5e-5;               // peak learning rate, > 0
+  int64_t warmup_steps = 0;       // linear warm-up steps, then cosine
+  double min_lr_ratio = 0.1;      // cosine floor as a share of lr, in [0, 1]
+  double weight_decay = 0.0;      // AdamW decoupled decay on matrices, >= 0
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.99;
+  double adam_eps = 1e-8;
+  double grad_clip = 1.0;         // max global gradient norm; 0 = off
+  int64_t ppo_epochs = 1;         // optimisation passes over one batch of rollouts
+  int64_t minibatches = 1;        // optimizer steps per pass (the batch is split this many ways)
+  double clip_low = 0.2;          // ratio floor 1 - clip_low, in (0, 1)
+  double clip_high = 0.28;        // ratio ceiling 1 + clip_high (DAPO clip-higher), > 0
+  double kl_coef = 0.0;           // k3 KL to a frozen copy of the initial model; 0 = no reference
+  bool normalize_std = true;      // divide advantages by the group std (false: Dr. GRPO)
+  std::string loss_normalization = "token";  // token | sequence | constant
+  bool filter_equal_groups = true;  // drop groups whose G rewards are all equal (no signal)
+  bool mask_truncated = false;    // leave completions cut at max_new_tokens out of the loss
+  uint64_t seed = 0;              // prompts and sampling of step s derive from (seed, s, ...)
+};
+
+struct EvalSection {
+  int64_t n_eval = 200;          // held-out problems evaluated (capped by the task's split)
+  int64_t every_steps = 0;       // also evaluate every N GRPO steps; 0 = only before and after
+  int64_t pass_k = 1;            // k of pass@k (sampled); 1 = greedy pass@1 only
+  int64_t n_samples = 0;         // samples per problem for pass@k (n >= k); 0 = 2k
+  double temperature = 1.0;      // for the pass@k samples
+  int64_t max_new_tokens = 0;    // 0 = grpo.max_new_tokens
+  int64_t batch_size = 256;      // sequences per generation batch
+};
+
+struct CheckpointSection {
+  int64_t every_steps = 0;       // write RUN_DIR/checkpoints/step-N every N steps; 0 = only at the end
+};
+
+struct RunConfig {
+  ModelSection model;
+  tasks::TaskConfig task;
+  SftSection sft;
+  GrpoSection grpo;
+  EvalSection eval;
+  CheckpointSection checkpoint;
+};
+
+// Parses TOML text. `source` names the file in messages ("run.toml"). `overrides` are command-line
+// arguments "--section.key=value" (or "section.key=value"), applied after the file, typed by the
+// field they set. Validates the result.
+Result<RunConfig> parse_run_config(const std::string& toml_text, const std::string& source,
+                                   const std::vector<std::string>& overrides = {});
+
+// Reads the file (at most 1 MiB), then as parse_run_config; messages name the file's base name.
+Result<RunConfig> load_run_config(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+
+// Applies overrides to an already valid config and validates again; `source` prefixes messages.
+Status apply_overrides(RunConfig& config, const std::vector<std::string>& overrides, const std::string& source);
+
+// Range checks; the first problem found is returned as "<source>: [section] key must be ...".
+Status validate_run_config(const RunConfig& config, const std::string& source);
+
+// The effective config, every key present: TOML text that parse_run_config reads back to the
+// same values, and the same as JSON (for summary.json).
+std::string run_config_to_toml(const RunConfig& config);
+nlohmann::json run_config_to_json(const RunConfig& config);
+
+}  // namespace meshrl::rl
