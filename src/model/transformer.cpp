@@ -5,6 +5,8 @@
 #include <set>
 
 #include "core/check.h"
+#include "model/attention_decode.h"
+#include "model/fused_cpu.h"
 
 namespace meshrl::model {
 
@@ -84,17 +86,23 @@ torch::Tensor TransformerImpl::rms_norm(const torch::Tensor& x, const torch::Ten
   return x * torch::rsqrt(var + config_.rms_norm_eps) * weight;
 }
 
-torch::Tensor TransformerImpl::attention(DecoderLayerImpl& layer, const torch::Tensor& x, int64_t layer_index,
-                                         KVCache* cache, const torch::Tensor& key_mask) {
-  const int64_t B = x.size(0), T = x.size(1);
+torch::Tensor TransformerImpl::attention(DecoderLayerImpl& layer, const torch::Tensor& x, int64_t B, int64_t T,
+                                         int64_t layer_index, KVCache* cache, const torch::Tensor& key_mask, bool fused) {
   const int64_t H = config_.n_heads, Hkv = config_.n_kv_heads, G = H / Hkv, D = config_.head_dim();
-  auto qkv = layer.b_qkv.defined() ? torch::addmm(layer.b_qkv, x.reshape({B * T, -1}), layer.w_qkv.t())
-                                   : torch::mm(x.reshape({B * T, -1}), layer.w_qkv.t());
+  const double q_scale = 1.0 / std::sqrt(static_cast<double>(D));
+  auto qkv = layer.b_qkv.defined() ? torch::addmm(layer.b_qkv, x, layer.w_qkv.t()) : torch::mm(x, layer.w_qkv.t());
   qkv = qkv.view({B, T, H + 2 * Hkv, D});
   const int64_t start = cache ? cache->length : 0;
-  auto q = rope_apply(qkv.narrow(2, 0, H), rope_, start);        // [B, T, H, D]
-  auto k = rope_apply(qkv.narrow(2, H, Hkv), rope_, start);      // [B, T, Hkv, D]
-  auto v = qkv.narrow(2, H + Hkv, Hkv);                          // [B, T, Hkv, D]
+  torch::Tensor q, k;  // q [B, T, H, D] already scaled by 1/sqrt(D); k [B, T, Hkv, D]
+  if (fused) {
+    rope_qk_inplace_cpu(qkv, H, Hkv, rope_.cos, rope_.sin, start, static_cast<float>(q_scale));
+    q = qkv.narrow(2, 0, H);
+    k = qkv.narrow(2, H, Hkv);
+  } else {
+    q = rope_apply(qkv.narrow(2, 0, H), rope_, start) * q_scale;
+    k = rope_apply(qkv.narrow(2, H, Hkv), rope_, start);
+  }
+  auto v = qkv.narrow(2, H + Hkv, Hkv);  // [B, T, Hkv, D]
 
   torch::Tensor k_all, v_all;  // [B, Hkv, t, D]
   int64_t t_total = T;
@@ -103,6 +111,11 @@ torch::Tensor TransformerImpl::attention(DecoderLayerImpl& layer, const torch::T
     MESHRL_CHECK(t_total <= cache->capacity(), "[attention] KV cache full: " << t_total << " > " << cache->capacity());
     cache->k[layer_index].narrow(2, start, T).copy_(k.permute({0, 2, 1, 3}));
     cache->v[layer_index].narrow(2, start, T).copy_(v.permute({0, 2, 1, 3}));
+    if (T == 1 && attention_decode_cpu_supported(q, cache->k[layer_index])) {
+      return attention_decode_cpu(q.reshape({B, H, D}), cache->k[layer_index], cache->v[layer_index], t_total,
+                                  cache->padded ? cache->key_mask : torch::Tensor())
+          .view({B, H * D});
+    }
     k_all = cache->k[layer_index].narrow(2, 0, t_total);
     v_all = cache->v[layer_index].narrow(2, 0, t_total);
   } else {
@@ -111,10 +124,7 @@ torch::Tensor TransformerImpl::attention(DecoderLayerImpl& layer, const torch::T
   }
 
   // Stack the G query heads of each kv head along the query axis: [B, Hkv, G*T, D].
-  auto q_grouped = (q * (1.0 / std::sqrt(static_cast<double>(D))))
-                       .view({B, T, Hkv, G, D})
-                       .permute({0, 2, 3, 1, 4})
-                       .reshape({B, Hkv, G * T, D});
+  auto q_grouped = q.reshape({B, T, Hkv, G, D}).permute({0, 2, 3, 1, 4}).reshape({B, Hkv, G * T, D});
   auto scores = torch::matmul(q_grouped, k_all.transpose(-1, -2));  // [B, Hkv, G*T, t]
 
   // Additive mask: causal among the T new tokens, and padded key slots hidden.
@@ -143,34 +153,40 @@ torch::Tensor TransformerImpl::attention(DecoderLayerImpl& layer, const torch::T
   }
   auto probs = torch::softmax(scores, -1);
   auto out = torch::matmul(probs, v_all);  // [B, Hkv, G*T, D]
-  out = out.view({B, Hkv, G, T, D}).permute({0, 3, 1, 2, 4}).reshape({B * T, H * D});
-  return torch::mm(out, layer.w_o.t()).view({B, T, -1});
+  return out.view({B, Hkv, G, T, D}).permute({0, 3, 1, 2, 4}).reshape({B * T, H * D});
 }
 
 torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& tokens, KVCache* cache,
                                               const torch::Tensor& key_mask) {
   MESHRL_CHECK(tokens.dim() == 2 && tokens.scalar_type() == torch::kInt64,
                "[transformer] tokens must be [B, T] int64, got " << shape_str(tokens.sizes()) << " " << tokens.scalar_type());
-  const int64_t B = tokens.size(0), T = tokens.size(1), F = config_.n_ff;
+  const int64_t B = tokens.size(0), T = tokens.size(1), E = config_.n_embd, F = config_.n_ff;
   if (cache) MESHRL_CHECK(cache->batch() == B, "[transformer] cache batch " << cache->batch() << " != tokens batch " << B);
   if (key_mask.defined())
     MESHRL_CHECK(key_mask.sizes() == tokens.sizes(), "[transformer] key_mask must be [B, T] like tokens, got "
                                                          << shape_str(key_mask.sizes()));
-  auto h = torch::embedding(embed_, tokens);  // [B, T, E]
+  // Inference on float32 CPU tensors takes the fused kernels (fused_cpu.h); autograd the plain ops.
+  const bool fused = !torch::GradMode::is_enabled() && embed_.device().is_cpu() && embed_.scalar_type() == torch::kFloat32;
+  auto norm = [&](const torch::Tensor& x, const torch::Tensor& w) {
+    return fused ? rms_norm_cpu(x, w, config_.rms_norm_eps) : rms_norm(x, w);
+  };
+  auto h = torch::embedding(embed_, tokens).view({B * T, E});  // [B*T, E]
   for (size_t l = 0; l < layers_->size(); ++l) {
     auto& layer = *layers_[l]->as<DecoderLayerImpl>();
-    h = h + attention(layer, rms_norm(h, layer.attn_norm), static_cast<int64_t>(l), cache, key_mask);
-    auto gu = torch::mm(rms_norm(h, layer.mlp_norm).view({B * T, -1}), layer.w_gate_up.t());  // [B*T, 2F]
-    auto act = torch::silu(gu.narrow(1, 0, F)) * gu.narrow(1, F, F);
-    h = h + torch::mm(act, layer.w_down.t()).view({B, T, -1});
+    auto att = attention(layer, norm(h, layer.attn_norm), B, T, static_cast<int64_t>(l), cache, key_mask, fused);
+    h = torch::addmm(h, att, layer.w_o.t());                                 // residual folded into the product
+    auto gu = torch::mm(norm(h, layer.mlp_norm), layer.w_gate_up.t());       // [B*T, 2F]
+    auto act = fused ? silu_mul_cpu(gu) : torch::silu(gu.narrow(1, 0, F)) * gu.narrow(1, F, F);
+    h = torch::addmm(h, act, layer.w_down.t());
   }
   if (cache) cache->length += T;
-  return h;
+  return h.view({B, T, E});
 }
 
 torch::Tensor TransformerImpl::logits_from_hidden(const torch::Tensor& hidden) {
   auto w = lm_head_.defined() ? lm_head_ : embed_;
-  return torch::matmul(rms_norm(hidden, norm_), w.t());
+  const bool fused = !torch::GradMode::is_enabled() && hidden.is_cpu() && hidden.scalar_type() == torch::kFloat32;
+  return torch::matmul(fused ? rms_norm_cpu(hidden, norm_, config_.rms_norm_eps) : rms_norm(hidden, norm_), w.t());
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache* cache, const torch::Tensor& key_mask) {

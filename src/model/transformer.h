@@ -69,8 +69,9 @@ class TransformerImpl : public torch::nn::Module {
   int64_t n_params() const;
 
  private:
-  torch::Tensor attention(DecoderLayerImpl& layer, const torch::Tensor& x, int64_t layer_index, KVCache* cache,
-                          const torch::Tensor& key_mask);
+  // x [B*T, E] normed -> attention output before o_proj, [B*T, H*D].
+  torch::Tensor attention(DecoderLayerImpl& layer, const torch::Tensor& x, int64_t B, int64_t T, int64_t layer_index,
+                          KVCache* cache, const torch::Tensor& key_mask, bool fused);
   torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) const;
 
   ModelConfig config_;

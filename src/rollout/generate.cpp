@@ -74,7 +74,8 @@ std::vector<Completion> generate(model::TransformerImpl& model, const std::vecto
   cache.padded = padded;
 
   std::vector<RowState> rows(B);
-  auto logits = model.forward(tokens.to(device), &cache).select(1, T0 - 1);  // [B, V]
+  // Prefill: only the last prompt position's logits are needed, so the lm_head sees B rows, not B*T0.
+  auto logits = model.logits_from_hidden(model.forward_hidden(tokens.to(device), &cache).select(1, T0 - 1));  // [B, V]
   int64_t n_done = 0;
   for (int64_t step = 0; step < config.max_new_tokens; ++step) {
     auto s = sample_tokens(logits, config.sampling, seeds, step);
