@@ -31,9 +31,9 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 demo: build
 	./$(BUILD)/meshrl demo
 
+# Benchmarks of ../shared/BENCH.md against the PyTorch-eager peer, measured in one run.
 bench: build
-	./$(BUILD)/meshrl bench gemm --threads 1
-	./$(BUILD)/meshrl bench rollout --model tiny --threads 1
+	/usr/bin/python3 bench/compare.py --meshrl $(BUILD)/meshrl --workloads rollout,train --models tiny --threads 1
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)
