@@ -28,8 +28,10 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	scripts/fuzz-smoke $(FUZZ_BUILD) 20
 
+# Until the mesh lands, the main job is the single-node RL run: SFT warm start of the tiny model on
+# arithmetic (cached after the first run), then GRPO; prints held-out pass@1 before and after.
 demo: build
-	./$(BUILD)/meshrl demo
+	./$(BUILD)/meshrl train --config configs/tiny-arithmetic.toml
 
 # Benchmarks of ../shared/BENCH.md against the PyTorch-eager peer, measured in one run.
 bench: build

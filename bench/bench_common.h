@@ -22,10 +22,13 @@ struct BenchOptions {
   int threads = 1;
   int reps = 3;
   uint64_t seed = 0;
+  bool profile = false;  // also print one JSON line per phase (median seconds over the reps)
 };
 
 // Each prints one JSON object per line on stdout.
 void run_gemm_bench(const BenchOptions& options);
 void run_rollout_bench(const BenchOptions& options);
+void run_train_bench(const BenchOptions& options);
+void run_compress_bench(const BenchOptions& options);
 
 }  // namespace meshrl::bench

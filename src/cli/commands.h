@@ -9,5 +9,9 @@ namespace meshrl::cli {
 void add_generate_command(CLI::App& app);
 void add_logprobs_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_sft_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_link_emulator_command(CLI::App& app);
 
 }  // namespace meshrl::cli

@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
   meshrl::cli::add_generate_command(app);
   meshrl::cli::add_logprobs_command(app);
   meshrl::cli::add_bench_command(app);
+  meshrl::cli::add_sft_command(app);
+  meshrl::cli::add_train_command(app);
+  meshrl::cli::add_eval_command(app);
+  meshrl::cli::add_link_emulator_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <variant>
@@ -116,6 +117,7 @@ std::string toml_type_name(const toml::node& n) {
 }
 
 std::string toml_shown(const toml::node& n) {
+  if (n.is_string()) return clip_text(json(n.as_string()->get()).dump(-1, ' ', false, json::error_handler_t::replace));
   std::ostringstream os;
   n.visit([&os](auto&& v) { os << v; });
   return clip_text(os.str());
@@ -473,7 +475,10 @@ std::string run_config_to_toml(const RunConfig& config) {
   toml::table root;
   for (const char* s : {"model", "task", "sft", "grpo", "eval", "checkpoint"}) root.insert_or_assign(s, json_to_toml_table(j[s]));
   std::ostringstream os;
-  os << "# Effective run config written by meshrl (every key present; see configs/README.md).\n" << root << "\n";
+  // Basic strings only: toml++ would write "\n" as a multi-line literal ''''\n'''', whose first
+  // newline TOML readers trim, so a stop string would not read back.
+  os << "# Effective run config written by meshrl (every key present; see configs/README.md).\n"
+     << toml::toml_formatter(root, toml::format_flags::indentation) << "\n";
   return os.str();
 }
 

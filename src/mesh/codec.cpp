@@ -1,0 +1,86 @@
+#include "mesh/codec.h"
+
+#include <zstd.h>
+
+namespace meshrl::mesh {
+namespace {
+
+Result<NamedTensors> decode_parsed(const ParsedUpdate& parsed, std::string_view source) {
+  NamedTensors out;
+  out.names.reserve(parsed.tensors.size());
+  out.tensors.reserve(parsed.tensors.size());
+  for (size_t i = 0; i < parsed.tensors.size(); ++i) {
+    const auto& rec = parsed.tensors[i];
+    auto t = torch::empty(rec.shape, torch::kFloat32);  // numel under the cap: checked by parse_update
+    MESHRL_RETURN_IF_ERROR(
+        decode_update_tensor(parsed, i, std::span<float>(t.data_ptr<float>(), static_cast<size_t>(rec.numel)), source));
+    out.names.push_back(rec.name);
+    out.tensors.push_back(std::move(t));
+  }
+  return out;
+}
+
+// One implementation serves fp32, int8 and int4: they differ only in the codec id the wire
+// format is written with. The interface is there for codecs that differ more (top-k, low rank).
+class WireCodec final : public UpdateCodec {
+ public:
+  explicit WireCodec(const CodecConfig& config) : config_(config) {}
+  CodecId id() const override { return config_.id; }
+  const CodecConfig& config() const override { return config_; }
+
+  Result<std::string> encode(const NamedTensors& update, uint64_t rounding_seed) const override {
+    MESHRL_RETURN_IF_ERROR(check_named_tensors(update, "encode"));
+    std::vector<torch::Tensor> contiguous;  // keeps the spans below alive
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<UpdateTensorView> views;
+    contiguous.reserve(update.size());
+    shapes.reserve(update.size());
+    for (size_t i = 0; i < update.size(); ++i) {
+      contiguous.push_back(update.tensors[i].detach().contiguous());
+      const auto& t = contiguous.back();
+      shapes.emplace_back(t.sizes().begin(), t.sizes().end());
+      views.push_back({update.names[i], shapes.back(),
+                       std::span<const float>(t.data_ptr<float>(), static_cast<size_t>(t.numel()))});
+    }
+    UpdateEncodeOptions options;
+    options.codec = config_.id;
+    options.block_size = config_.block_size;
+    options.zstd_level = config_.zstd_level;
+    options.stochastic_rounding = config_.stochastic_rounding;
+    options.seed = rounding_seed;
+    return write_update(views, options);
+  }
+
+  Result<NamedTensors> decode(std::string_view bytes, const UpdateDecodeLimits& limits,
+                              std::string_view source) const override {
+    MESHRL_ASSIGN_OR_RETURN(auto parsed, parse_update(bytes, limits, source));
+    if (parsed.codec != config_.id)
+      return invalid_argument("[update] " + std::string(source) + ": codec: got " + std::string(codec_name(parsed.codec)) +
+                              ", this run uses " + std::string(codec_name(config_.id)));
+    return decode_parsed(parsed, source);
+  }
+
+ private:
+  CodecConfig config_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<UpdateCodec>> make_codec(const CodecConfig& config) {
+  if (codec_name(config.id) == "unknown")
+    return invalid_argument("[codec] unknown codec id " + std::to_string(static_cast<int>(config.id)));
+  if (config.id != CodecId::kFp32 && (config.block_size < 1 || config.block_size > kMaxUpdateBlockSize))
+    return invalid_argument("[codec] block_size must be in 1.." + std::to_string(kMaxUpdateBlockSize) + ", got " +
+                            std::to_string(config.block_size));
+  if (config.zstd_level != 0 && (config.zstd_level < ZSTD_minCLevel() || config.zstd_level > ZSTD_maxCLevel()))
+    return invalid_argument("[codec] zstd_level must be 0 (off) or in " + std::to_string(ZSTD_minCLevel()) + ".." +
+                            std::to_string(ZSTD_maxCLevel()) + ", got " + std::to_string(config.zstd_level));
+  return std::unique_ptr<UpdateCodec>(std::make_unique<WireCodec>(config));
+}
+
+Result<NamedTensors> decode_update(std::string_view bytes, const UpdateDecodeLimits& limits, std::string_view source) {
+  MESHRL_ASSIGN_OR_RETURN(auto parsed, parse_update(bytes, limits, source));
+  return decode_parsed(parsed, source);
+}
+
+}  // namespace meshrl::mesh

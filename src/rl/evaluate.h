@@ -1,0 +1,51 @@
+// Held-out evaluation of a policy on a task: pass@1 with greedy decoding, and pass@k estimated
+// without bias from n sampled completions per problem (Chen et al. 2021:
+// 1 - C(n - c, k) / C(n, k), c = correct samples). Only the task's eval split is used.
+// Knows nothing about training or the network.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "model/transformer.h"
+#include "tasks/task.h"
+#include "tokenizer/tokenizer.h"
+
+namespace meshrl::rl {
+
+struct EvalOptions {
+  int64_t n_problems = 200;     // the first n of the held-out split (capped by task.n_eval())
+  int64_t pass_k = 1;           // 1: greedy pass@1 only; > 1: also sample n_samples per problem
+  int64_t n_samples = 0;        // 0 = 2 * pass_k; must be >= pass_k
+  double temperature = 1.0;     // for the samples
+  int64_t max_new_tokens = 16;
+  int64_t batch_size = 256;     // rows per generate() call
+  uint64_t seed = 0;            // sample j of eval problem i uses mix_seed(seed, i, j)
+  std::vector<int64_t> stop_ids;  // e.g. the policy's EOS ids
+};
+
+struct EvalResult {
+  int64_t n_problems = 0;
+  double pass_at_1 = 0;         // greedy, share of problems solved
+  double format_rate = 0;       // greedy, share of completions the verifier could parse
+  int64_t k = 1;
+  int64_t n_samples = 0;        // 0 when no sampling was done
+  double pass_at_k = -1;        // unbiased estimate; -1 when not measured
+  double sampled_pass_at_1 = -1;  // mean c / n over problems; -1 when not measured
+  double seconds = 0;
+};
+
+// Unbiased pass@k from n samples with c correct (0 <= c <= n, 1 <= k <= n), in float64.
+double pass_at_k_estimate(int64_t n, int64_t c, int64_t k);
+
+// Fails only when scoring fails (an external verifier broke) or a prompt cannot be encoded.
+Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Tokenizer& tok, const tasks::Task& task,
+                            const EvalOptions& options);
+
+nlohmann::json eval_result_to_json(const EvalResult& r);
+
+}  // namespace meshrl::rl

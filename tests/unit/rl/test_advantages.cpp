@@ -1,0 +1,85 @@
+// Group-relative advantages, with numbers worked out by hand:
+//   ctest --test-dir build-rl -R 'Advantages' --output-on-failure
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "core/check.h"
+#include "rl/advantages.h"
+
+using namespace meshrl::rl;
+
+TEST(Advantages, GroupOfFourWithSampleStd) {
+  // mean 0.5, deviations +-0.5, sample std sqrt(4 * 0.25 / 3) = 0.57735 -> +-0.866025
+  auto r = torch::tensor({1.f, 0.f, 0.f, 1.f});
+  auto a = group_advantages(r, 4, AdvantageConfig{});
+  ASSERT_EQ(a.sizes(), r.sizes());
+  EXPECT_EQ(a.scalar_type(), torch::kFloat32);
+  const float x = static_cast<float>(0.5 / (std::sqrt(1.0 / 3.0) + 1e-6));
+  EXPECT_TRUE(torch::allclose(a, torch::tensor({x, -x, -x, x}), 1e-6, 1e-6)) << a;
+  EXPECT_NEAR(a[0].item<float>(), 0.866025f, 1e-5);
+}
+
+TEST(Advantages, GroupOfFourWithoutStdIsDrGrpo) {
+  AdvantageConfig c;
+  c.normalize_std = false;
+  auto a = group_advantages(torch::tensor({1.f, 0.f, 0.f, 1.f}), 4, c);
+  EXPECT_TRUE(torch::allclose(a, torch::tensor({0.5f, -0.5f, -0.5f, 0.5f}))) << a;
+}
+
+TEST(Advantages, GroupsAreIndependentAndContiguous) {
+  // two groups of 2: [3, 1] -> +-1 (mean 2, dev 1, sample std sqrt(2)); [10, 10] -> 0
+  AdvantageConfig c;
+  c.normalize_std = false;
+  auto a = group_advantages(torch::tensor({3.f, 1.f, 10.f, 10.f}), 2, c);
+  EXPECT_TRUE(torch::allclose(a, torch::tensor({1.f, -1.f, 0.f, 0.f}))) << a;
+  auto s = group_advantages(torch::tensor({3.f, 1.f, 10.f, 10.f}), 2, AdvantageConfig{});
+  const float x = static_cast<float>(1.0 / (std::sqrt(2.0) + 1e-6));
+  EXPECT_TRUE(torch::allclose(s, torch::tensor({x, -x, 0.f, 0.f}))) << s;
+}
+
+TEST(Advantages, AllEqualGroupsGiveExactZerosAndAreFilteredOut) {
+  // 0.1 is not representable: mean-subtraction alone could leave rounding noise, and with the std
+  // (0 + eps) that noise would be blown up. The contract is exact zeros.
+  auto r = torch::tensor({0.1f, 0.1f, 0.1f, 0.7f, 0.7f, 0.7f, 0.f, 1.f, 0.f});
+  for (bool norm : {true, false}) {
+    AdvantageConfig c;
+    c.normalize_std = norm;
+    auto a = group_advantages(r, 3, c);
+    EXPECT_FALSE(torch::isnan(a).any().item<bool>());
+    EXPECT_TRUE(torch::equal(a.narrow(0, 0, 6), torch::zeros({6}))) << a;
+    EXPECT_GT(a[7].item<float>(), 0.f);
+    EXPECT_LT(a[6].item<float>(), 0.f);
+  }
+  auto keep = groups_with_signal(r, 3);
+  ASSERT_EQ(keep.scalar_type(), torch::kBool);
+  EXPECT_TRUE(torch::equal(keep, torch::tensor({false, false, true}))) << keep;
+}
+
+TEST(Advantages, GroupOfOneIsZero) {
+  auto a = group_advantages(torch::tensor({1.f, 5.f}), 1, AdvantageConfig{});
+  EXPECT_TRUE(torch::equal(a, torch::zeros({2})));
+  EXPECT_TRUE(torch::equal(groups_with_signal(torch::tensor({1.f, 5.f}), 1), torch::tensor({false, false})));
+}
+
+TEST(Advantages, KeepsTheInputDtype) {
+  auto a = group_advantages(torch::tensor({1.0, 0.0}, torch::kFloat64), 2, AdvantageConfig{});
+  EXPECT_EQ(a.scalar_type(), torch::kFloat64);
+}
+
+TEST(Advantages, RejectsBrokenInput) {
+  auto expect_msg = [](auto fn, const std::string& what) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error, expected " << what;
+    } catch (const meshrl::CheckFailure& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  expect_msg([] { group_advantages(torch::zeros({2, 2}), 2, {}); }, "rewards must be [N*G], got [2, 2]");
+  expect_msg([] { group_advantages(torch::zeros({5}), 2, {}); }, "not a multiple of group_size 2");
+  expect_msg([] { group_advantages(torch::zeros({4}), 0, {}); }, "group_size must be >= 1");
+  expect_msg([] { group_advantages(torch::tensor({1.f, NAN}), 2, {}); }, "NaN or inf");
+  expect_msg([] { groups_with_signal(torch::zeros({4}, torch::kInt64), 2); }, "floating point");
+}

@@ -1,0 +1,148 @@
+// SFT: the batch masks prompts, the loss falls, the folder it writes loads back identically.
+//   OMP_NUM_THREADS=1 build/tests/test_rl --gtest_filter='Sft*:PolicyFolder*:WarmStart*'
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "micro_policy.h"
+#include "model/model_io.h"
+#include "rl/policy_folder.h"
+#include "rl/sft.h"
+#include "rl/warm_start.h"
+#include "rollout/policy.h"
+#include "tasks/task.h"
+
+namespace meshrl::rl {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::path(::testing::TempDir()) / ("meshrl_rl_" + name);
+  fs::remove_all(d);
+  return d;
+}
+
+std::unique_ptr<tasks::Task> one_digit_addition() {
+  tasks::TaskConfig c;
+  c.arithmetic.digits = 1;
+  c.arithmetic.operators = "+";
+  c.n_eval = 10;
+  return tasks::make_task(c).value();
+}
+
+TEST(Sft, BatchMasksThePromptAndKeepsTheStopNewline) {
+  auto task = one_digit_addition();
+  auto tok = tokenizer::make_char_tokenizer(264).value();
+  const tasks::Problem p{"arithmetic:3+4", "3+4=", "7"};
+  const tasks::Problem q{"arithmetic:9+9", "9+9=", "18"};
+  auto b = make_sft_batch(*tok, *task, {p, q}).value();
+  // "3+4=7\n" (6 tokens) and "9+9=18\n" (7 tokens): T = 7, right-padded with 0.
+  ASSERT_EQ(b.tokens.sizes(), (std::vector<int64_t>{2, 7}));
+  EXPECT_EQ(b.tokens[0][4].item<int64_t>(), '7');
+  EXPECT_EQ(b.tokens[0][5].item<int64_t>(), '\n');
+  EXPECT_EQ(b.tokens[0][6].item<int64_t>(), 0);
+  // Position t predicts token t+1: row 0 learns '7' (t=3) and '\n' (t=4); row 1 '1','8','\n'.
+  const std::vector<float> m0 = {0, 0, 0, 1, 1, 0}, m1 = {0, 0, 0, 1, 1, 1};
+  for (int t = 0; t < 6; ++t) {
+    EXPECT_EQ(b.mask[0][t].item<float>(), m0[t]) << "t=" << t;
+    EXPECT_EQ(b.mask[1][t].item<float>(), m1[t]) << "t=" << t;
+  }
+}
+
+TEST(Sft, LossFallsOnOneDigitAddition) {
+  torch::manual_seed(0);
+  auto policy = testing::micro_policy(1);
+  auto task = one_digit_addition();
+  SftSection c;
+  c.steps = 60;
+  c.batch_size = 32;
+  c.lr = 3e-3;
+  c.warmup_steps = 5;
+  auto r = run_sft(*policy.model, *policy.tokenizer, *task, c).value();
+  ASSERT_EQ(r.losses.size(), 60u);
+  // From ln(264) ~ 5.6 nats for a uniform guess; 60 steps learn at least the digit/newline format.
+  EXPECT_GT(r.first_loss, 4.0);
+  EXPECT_LT(r.final_loss, 0.5 * r.first_loss);
+  EXPECT_GT(r.tokens, 60 * 32 * 2 - 1);
+}
+
+TEST(Sft, TaskWithoutSolutionsIsAnErrorNamingTheProblem) {
+  class NoSolution : public tasks::Task {
+   public:
+    std::string name() const override { return "nosol"; }
+    tasks::Problem sample(uint64_t) const override { return {"nosol:1", "q", "a"}; }
+    size_t n_eval() const override { return 1; }
+    tasks::Problem eval_problem(size_t) const override { return {"nosol:e", "q", "a"}; }
+    Result<tasks::Score> score(const tasks::Problem&, std::string_view) const override { return tasks::Score{}; }
+    std::optional<std::string> solution(const tasks::Problem&) const override { return std::nullopt; }
+    std::vector<std::string> stop_strings() const override { return {"\n"}; }
+  };
+  auto tok = tokenizer::make_char_tokenizer(264).value();
+  auto r = make_sft_batch(*tok, NoSolution{}, {{"nosol:1", "q", "a"}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("nosol:1"), std::string::npos);
+}
+
+TEST(PolicyFolder, CharPolicyLoadsBackWithIdenticalLogits) {
+  auto policy = testing::micro_policy(3);
+  const fs::path dir = fresh_dir("policy_folder");
+  ASSERT_TRUE(save_policy_folder(dir, policy.model, *policy.tokenizer, "tiny").is_ok());
+  EXPECT_TRUE(fs::exists(dir / "config.json"));
+  EXPECT_TRUE(fs::exists(dir / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir / rollout::kCharTokenizerMarker));
+  EXPECT_FALSE(fs::exists(dir / "tokenizer.json"));
+  auto back = rollout::load_policy(dir.string()).value();
+  EXPECT_EQ(back.tokenizer->n_vocab(), 264);
+  EXPECT_EQ(back.tokenizer->encode("7+8=").value(), policy.tokenizer->encode("7+8=").value());
+  EXPECT_EQ(back.stop_ids, std::vector<int64_t>{tokenizer::kCharImEnd});
+  torch::NoGradGuard ng;
+  auto x = torch::tensor({{'1', '2', '+', '3', '='}}, torch::kInt64);
+  EXPECT_TRUE(torch::equal(policy.model->forward(x), back.model->forward(x)));
+  // Saving again over the folder replaces it (atomic swap), leaving no temp folders behind.
+  ASSERT_TRUE(save_policy_folder(dir, policy.model, *policy.tokenizer, "tiny").is_ok());
+  int entries = 0;
+  for (auto& e : fs::directory_iterator(dir.parent_path()))
+    if (e.path().filename().string().find(".meshrl_rl_policy_folder") == 0) ++entries;
+  EXPECT_EQ(entries, 0);
+}
+
+TEST(PolicyFolder, BadMarkerIsRefusedNamingTheField) {
+  auto policy = testing::micro_policy(3);
+  const fs::path dir = fresh_dir("bad_marker");
+  ASSERT_TRUE(save_policy_folder(dir, policy.model, *policy.tokenizer, "tiny").is_ok());
+  std::FILE* f = std::fopen((dir / rollout::kCharTokenizerMarker).c_str(), "w");
+  std::fputs("{\"type\": \"char\", \"n_vocab\": 100}", f);
+  std::fclose(f);
+  auto r = rollout::load_policy(dir.string());
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("n_vocab"), std::string::npos) << r.status().message();
+}
+
+TEST(WarmStart, SecondRunReusesTheCachedFolder) {
+  RunConfig c;
+  c.model.init = "tiny";
+  c.task.arithmetic.digits = 1;
+  c.sft.steps = 2;
+  c.sft.batch_size = 2;
+  c.sft.cache_dir = fresh_dir("sft_cache").string();
+  auto first = ensure_warm_start(c).value();
+  EXPECT_TRUE(first.trained);
+  EXPECT_FALSE(first.cached);
+  EXPECT_TRUE(fs::exists(fs::path(first.policy_spec) / "meshrl_sft.json"));
+  auto second = ensure_warm_start(c).value();
+  EXPECT_FALSE(second.trained);
+  EXPECT_TRUE(second.cached);
+  EXPECT_EQ(second.policy_spec, first.policy_spec);
+  // A different SFT setting is a different warm start.
+  c.sft.lr *= 2;
+  EXPECT_NE(warm_start_key(c), fs::path(first.policy_spec).filename().string().substr(4));
+  // A folder init is used as is, without SFT.
+  c.model.init = first.policy_spec;
+  auto third = ensure_warm_start(c).value();
+  EXPECT_FALSE(third.trained);
+  EXPECT_EQ(third.policy_spec, first.policy_spec);
+}
+
+}  // namespace
+}  // namespace meshrl::rl
