@@ -1,4 +1,5 @@
 #include "model/checkpoint.h"
+#include "model/shape_str.h"
 
 #include <algorithm>
 #include <cctype>
@@ -16,12 +17,6 @@ namespace {
 constexpr const char* kSingleFile = "model.safetensors";
 constexpr const char* kIndexFile = "model.safetensors.index.json";
 constexpr uint64_t kMaxIndexBytes = 64 << 20;
-
-std::string shape_str(c10::IntArrayRef shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // "model.layers.N.rest" -> N, or -1 when the name is not a layer tensor or N is not a number.
 int64_t layer_index(const std::string& name) {

@@ -15,7 +15,7 @@ Result<Transformer> load_transformer(const std::string& spec, const std::string&
   if (!std::filesystem::is_directory(spec))
     return not_found("[model] '" + spec + "' is neither a model folder nor a preset (tiny, small)");
   MESHRL_ASSIGN_OR_RETURN(auto ckpt, load_checkpoint(spec));
-  MESHRL_RETURN_IF_ERROR(check_weights_match_config(ckpt.config, ckpt.tensors));
+  // load_checkpoint has already checked the weights against config.json.
   Transformer model(ckpt.config);
   auto st = model->load_hf_tensors(ckpt.tensors);
   if (!st.is_ok()) return Status(st.code(), st.message() + " (folder " + spec + ")");

@@ -7,16 +7,9 @@
 #include "core/check.h"
 #include "model/attention_decode.h"
 #include "model/fused_cpu.h"
+#include "model/shape_str.h"
 
 namespace meshrl::model {
-
-namespace {
-std::string shape_str(at::IntArrayRef s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
-  return out + "]";
-}
-}  // namespace
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) {
   const int64_t D = c.head_dim(), qkv_rows = (c.n_heads + 2 * c.n_kv_heads) * D;

@@ -4,20 +4,16 @@
 #include <string>
 
 #include "core/check.h"
+#include "model/shape_str.h"
 
 namespace meshrl::rl {
 namespace {
 
-std::string shape_of(const torch::Tensor& t) {
-  if (!t.defined()) return "undefined";
-  std::ostringstream os;
-  os << t.sizes();
-  return os.str();
-}
+using model::shape_str;
 
 void check_bt(const torch::Tensor& t, const char* name, int64_t B, int64_t T) {
   MESHRL_CHECK(t.defined() && t.dim() == 2 && t.size(0) == B && t.size(1) == T,
-               "[grpo_loss] " << name << " must be [B, T] = [" << B << ", " << T << "] like logp_new, got " << shape_of(t));
+               "[grpo_loss] " << name << " must be [B, T] = [" << B << ", " << T << "] like logp_new, got " << shape_str(t));
   MESHRL_CHECK(t.is_floating_point(), "[grpo_loss] " << name << " must be floating point, got " << t.scalar_type());
 }
 
@@ -26,14 +22,14 @@ void check_bt(const torch::Tensor& t, const char* name, int64_t B, int64_t T) {
 GrpoLossOutput grpo_loss(const torch::Tensor& logp_new, const torch::Tensor& logp_old,
                          const torch::Tensor& advantages, const torch::Tensor& mask,
                          const GrpoLossConfig& config, const torch::Tensor& logp_ref) {
-  MESHRL_CHECK(logp_new.defined() && logp_new.dim() == 2, "[grpo_loss] logp_new must be [B, T], got " << shape_of(logp_new));
+  MESHRL_CHECK(logp_new.defined() && logp_new.dim() == 2, "[grpo_loss] logp_new must be [B, T], got " << shape_str(logp_new));
   const int64_t B = logp_new.size(0), T = logp_new.size(1);
   check_bt(logp_new, "logp_new", B, T);
   check_bt(logp_old, "logp_old", B, T);
   check_bt(mask, "mask", B, T);
   if (logp_ref.defined()) check_bt(logp_ref, "logp_ref", B, T);
   MESHRL_CHECK(advantages.defined() && advantages.dim() == 1 && advantages.size(0) == B,
-               "[grpo_loss] advantages must be [B] = [" << B << "], got " << shape_of(advantages));
+               "[grpo_loss] advantages must be [B] = [" << B << "], got " << shape_str(advantages));
   MESHRL_CHECK(config.clip_low >= 0 && config.clip_low < 1 && config.clip_high >= 0,
                "[grpo_loss] clip_low must be in [0, 1) and clip_high >= 0, got " << config.clip_low << ", " << config.clip_high);
   MESHRL_CHECK(config.normalization != LossNormalization::kConstant || config.max_len > 0,

@@ -4,16 +4,12 @@
 #include <string>
 
 #include "core/check.h"
+#include "model/shape_str.h"
 
 namespace meshrl::rl {
 namespace {
 
-std::string shape_of(const torch::Tensor& t) {
-  if (!t.defined()) return "undefined";
-  std::ostringstream os;
-  os << t.sizes();
-  return os.str();
-}
+using model::shape_str;
 
 // log p(target) = logit[target] - logsumexp(logits), as one autograd node.
 //
@@ -49,11 +45,11 @@ struct TargetLogprob : torch::autograd::Function<TargetLogprob> {
 
 void check_tokens(const torch::Tensor& tokens, const torch::Tensor& key_mask, const char* where) {
   MESHRL_CHECK(tokens.defined() && tokens.dim() == 2 && tokens.size(1) >= 2,
-               "[" << where << "] tokens must be [B, T] with T >= 2, got " << shape_of(tokens));
+               "[" << where << "] tokens must be [B, T] with T >= 2, got " << shape_str(tokens));
   MESHRL_CHECK(tokens.scalar_type() == torch::kInt64, "[" << where << "] tokens must be int64, got " << tokens.scalar_type());
   if (key_mask.defined())
     MESHRL_CHECK(key_mask.sizes() == tokens.sizes(),
-                 "[" << where << "] key_mask must be [B, T] like tokens " << shape_of(tokens) << ", got " << shape_of(key_mask));
+                 "[" << where << "] key_mask must be [B, T] like tokens " << shape_str(tokens) << ", got " << shape_str(key_mask));
 }
 
 }  // namespace
@@ -61,8 +57,8 @@ void check_tokens(const torch::Tensor& tokens, const torch::Tensor& key_mask, co
 torch::Tensor target_logprobs(const torch::Tensor& logits, const torch::Tensor& targets) {
   MESHRL_CHECK(logits.defined() && targets.defined() && logits.dim() == targets.dim() + 1 &&
                    logits.sizes().slice(0, targets.dim()) == targets.sizes(),
-               "[target_logprobs] logits must be [..., V] over targets [...], got " << shape_of(logits) << " and "
-                                                                                    << shape_of(targets));
+               "[target_logprobs] logits must be [..., V] over targets [...], got " << shape_str(logits) << " and "
+                                                                                    << shape_str(targets));
   MESHRL_CHECK(targets.scalar_type() == torch::kInt64, "[target_logprobs] targets must be int64, got " << targets.scalar_type());
   return TargetLogprob::apply(logits, targets);
 }
@@ -70,11 +66,11 @@ torch::Tensor target_logprobs(const torch::Tensor& logits, const torch::Tensor& 
 TokenLogprobs logprobs_from_hidden(model::TransformerImpl& model, const torch::Tensor& hidden,
                                    const torch::Tensor& targets, bool with_entropy) {
   MESHRL_CHECK(hidden.defined() && hidden.dim() == 3 && hidden.size(2) == model.config().n_embd,
-               "[logprobs_from_hidden] hidden must be [B, n, E = " << model.config().n_embd << "], got " << shape_of(hidden));
+               "[logprobs_from_hidden] hidden must be [B, n, E = " << model.config().n_embd << "], got " << shape_str(hidden));
   MESHRL_CHECK(targets.defined() && targets.dim() == 2 && targets.size(0) == hidden.size(0) &&
                    targets.size(1) == hidden.size(1),
-               "[logprobs_from_hidden] targets must be [B, n] like hidden " << shape_of(hidden) << ", got "
-                                                                             << shape_of(targets));
+               "[logprobs_from_hidden] targets must be [B, n] like hidden " << shape_str(hidden) << ", got "
+                                                                             << shape_str(targets));
   auto logits = model.logits_from_hidden(hidden);  // [B, n, V]
   TokenLogprobs out;
   out.logprobs = target_logprobs(logits, targets);  // [B, n]
