@@ -23,6 +23,8 @@ struct BenchOptions {
   int reps = 3;
   uint64_t seed = 0;
   bool profile = false;  // also print one JSON line per phase (median seconds over the reps)
+  int nodes = 14;                // aggregate: updates merged per round
+  std::string codec = "int8";    // aggregate: fp32 | int8 | int4 (zstd level 3)
 };
 
 // Each prints one JSON object per line on stdout.
@@ -30,5 +32,6 @@ void run_gemm_bench(const BenchOptions& options);
 void run_rollout_bench(const BenchOptions& options);
 void run_train_bench(const BenchOptions& options);
 void run_compress_bench(const BenchOptions& options);
+void run_aggregate_bench(const BenchOptions& options);
 
 }  // namespace meshrl::bench

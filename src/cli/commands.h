@@ -13,5 +13,8 @@ void add_sft_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_link_emulator_command(CLI::App& app);
+void add_coordinator_command(CLI::App& app);
+void add_node_command(CLI::App& app);
+void add_demo_command(CLI::App& app);
 
 }  // namespace meshrl::cli

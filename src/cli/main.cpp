@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   meshrl::cli::add_train_command(app);
   meshrl::cli::add_eval_command(app);
   meshrl::cli::add_link_emulator_command(app);
+  meshrl::cli::add_coordinator_command(app);
+  meshrl::cli::add_node_command(app);
+  meshrl::cli::add_demo_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

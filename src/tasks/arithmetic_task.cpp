@@ -1,6 +1,8 @@
 // Arithmetic task. See arithmetic_task.h.
 #include "tasks/arithmetic_task.h"
 
+#include <algorithm>
+
 #include "tasks/answer.h"
 
 namespace meshrl::tasks {
@@ -30,7 +32,8 @@ Result<std::unique_ptr<Task>> ArithmeticTask::create(const TaskConfig& cfg) {
 std::string ArithmeticTask::name() const {
   const ArithmeticConfig& a = cfg_.arithmetic;
   return "arithmetic(digits=" + std::to_string(a.digits) + ", operators=\"" + a.operators + "\"" +
-         (a.allow_negative ? "" : ", no negatives") + ")";
+         (a.allow_negative ? "" : ", no negatives") + (a.pad_operands ? ", padded" : "") +
+         (a.reverse_answer ? ", reversed answer" : "") + ")";
 }
 
 std::optional<Problem> ArithmeticTask::draw(Rng& rng) const {
@@ -41,7 +44,12 @@ std::optional<Problem> ArithmeticTask::draw(Rng& rng) const {
   const char op = c.operators[rng.uniform_int(0, int64_t(c.operators.size()) - 1)];
   if (op == '-' && !c.allow_negative && a < b) std::swap(a, b);
   const int64_t r = op == '+' ? a + b : op == '-' ? a - b : a * b;  // |r| < 10^12: no overflow
-  const std::string text = std::to_string(a) + op + std::to_string(b);
+  auto operand = [&](int64_t v) {
+    std::string d = std::to_string(v);
+    if (c.pad_operands && static_cast<int>(d.size()) < c.digits) d.insert(0, c.digits - d.size(), '0');
+    return d;
+  };
+  const std::string text = operand(a) + op + operand(b);
   return Problem{"arithmetic:" + text, text + "=", std::to_string(r)};
 }
 
@@ -49,7 +57,11 @@ Result<Score> ArithmeticTask::score(const Problem& problem, std::string_view com
   const std::optional<int64_t> want = parse_canonical_int(problem.answer);
   if (!want) return invalid_argument("[tasks.arithmetic] problem " + problem.id + " has a non-integer answer \"" + problem.answer + "\"");
   const AnswerText at = cut_at_stop(completion, {"\n"});
-  const std::string_view body = trim(at.body);
+  // Reversed notation keeps the minus first ("-28" is -82); "28-" must not become "-82".
+  const std::string_view raw = trim(at.body);
+  const bool reversible = raw.find('-', 1) == std::string_view::npos;
+  const std::string body_text = cfg_.arithmetic.reverse_answer && reversible ? reverse_digits(raw) : std::string(raw);
+  const std::string_view body = body_text;
   const double bonus = cfg_.format_reward;
   if (body.empty()) return make_score(false, false, bonus, "no answer before the newline");
   const std::optional<int64_t> got = parse_canonical_int(body);
@@ -63,6 +75,15 @@ Result<Score> ArithmeticTask::score(const Problem& problem, std::string_view com
   return make_score(correct, at.ended_with_stop, bonus, detail);
 }
 
-std::optional<std::string> ArithmeticTask::solution(const Problem& problem) const { return problem.answer + "\n"; }
+std::optional<std::string> ArithmeticTask::solution(const Problem& problem) const {
+  return (cfg_.arithmetic.reverse_answer ? reverse_digits(problem.answer) : problem.answer) + "\n";
+}
+
+std::string reverse_digits(std::string_view s) {
+  const size_t sign = !s.empty() && s[0] == '-' ? 1 : 0;
+  std::string out(s);
+  std::reverse(out.begin() + sign, out.end());
+  return out;
+}
 
 }  // namespace meshrl::tasks

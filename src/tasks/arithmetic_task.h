@@ -28,6 +28,10 @@ class ArithmeticTask : public GeneratedTask {
   using GeneratedTask::GeneratedTask;
 };
 
+// "-82" -> "-28": the digits reversed, a leading minus kept first (reverse_answer's notation; its
+// own inverse).
+std::string reverse_digits(std::string_view s);
+
 // Parses a canonical integer ("-?(0|[1-9][0-9]*)", at most 18 digits); nullopt otherwise.
 std::optional<int64_t> parse_canonical_int(std::string_view s);
 

@@ -196,6 +196,8 @@ Result<TaskConfig> task_config_from_json(const json& j, const std::string& where
     MESHRL_RETURN_IF_ERROR(r.int32("digits", &c.arithmetic.digits));
     MESHRL_RETURN_IF_ERROR(r.str("operators", &c.arithmetic.operators));
     MESHRL_RETURN_IF_ERROR(r.boolean("allow_negative", &c.arithmetic.allow_negative));
+    MESHRL_RETURN_IF_ERROR(r.boolean("pad_operands", &c.arithmetic.pad_operands));
+    MESHRL_RETURN_IF_ERROR(r.boolean("reverse_answer", &c.arithmetic.reverse_answer));
     MESHRL_RETURN_IF_ERROR(r.finish());
   }
   MESHRL_ASSIGN_OR_RETURN(const json* d, top.object("countdown"));
@@ -264,7 +266,9 @@ json task_config_to_json(const TaskConfig& c) {
       {"eval_fraction", c.eval_fraction},
       {"n_eval", c.n_eval},
       {"split_seed", c.split_seed},
-      {"arithmetic", {{"digits", c.arithmetic.digits}, {"operators", c.arithmetic.operators}, {"allow_negative", c.arithmetic.allow_negative}}},
+      {"arithmetic", {{"digits", c.arithmetic.digits}, {"operators", c.arithmetic.operators}, {"allow_negative", c.arithmetic.allow_negative},
+                      {"pad_operands", c.arithmetic.pad_operands},
+                      {"reverse_answer", c.arithmetic.reverse_answer}}},
       {"countdown",
        {{"n_numbers", c.countdown.n_numbers},
         {"number_min", c.countdown.number_min},

@@ -31,6 +31,12 @@ struct ArithmeticConfig {
   int digits = 2;                 // operands are uniform in [0, 10^digits - 1]; 1..6
   std::string operators = "+-";   // non-empty subset of "+-*"
   bool allow_negative = true;     // false: for '-', operands are swapped so the result is >= 0
+  bool pad_operands = false;      // true: operands zero-padded to `digits` ("07+45="), so every digit
+                                  // sits at a fixed position; small models learn this far faster
+  bool reverse_answer = false;    // true: the answer is written least-significant digit first
+                                  // ("37+45=" -> "28\n" for 82), the order in which carries are
+                                  // computed (Lee et al. 2023, "Teaching Arithmetic to Small
+                                  // Transformers"); the verifier reverses it back before comparing
 };
 
 // kind = "countdown": prompt "3 7 25 50 -> 72:", completion "50+25-3\n".

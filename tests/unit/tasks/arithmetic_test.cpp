@@ -165,5 +165,49 @@ TEST(Arithmetic, MalformedProblemIsAnError) {
   EXPECT_NE(s.status().message().find("non-integer answer"), std::string::npos);
 }
 
+TEST(Arithmetic, PaddedOperandsHaveFixedWidth) {
+  TaskConfig c = arithmetic(3, "+");
+  c.arithmetic.pad_operands = true;
+  auto t = make(c);
+  const std::regex shape(R"(^(\d{3})\+(\d{3})=$)");
+  bool saw_leading_zero = false;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    const Problem p = t->sample(seed);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(p.prompt, m, shape)) << p.prompt;
+    saw_leading_zero |= m[1].str()[0] == '0' || m[2].str()[0] == '0';
+    EXPECT_EQ(p.answer, std::to_string(std::stoll(m[1]) + std::stoll(m[2]))) << p.prompt;  // canonical, unpadded
+  }
+  EXPECT_TRUE(saw_leading_zero);  // about 19% of problems have an operand below 100
+}
+
+TEST(Arithmetic, ReversedAnswersAreWrittenAndReadLeastSignificantFirst) {
+  EXPECT_EQ(reverse_digits("82"), "28");
+  EXPECT_EQ(reverse_digits("-82"), "-28");
+  EXPECT_EQ(reverse_digits("100"), "001");
+  EXPECT_EQ(reverse_digits(reverse_digits("-1230")), "-1230");
+  TaskConfig c = arithmetic(2, "+-");
+  c.arithmetic.reverse_answer = true;
+  auto t = make(c);
+  const Problem p82{"arithmetic:37+45", "37+45=", "82"};
+  EXPECT_EQ(*t->solution(p82), "28\n");
+  EXPECT_TRUE(score(*t, p82, "28\n").correct);
+  EXPECT_FALSE(score(*t, p82, "82\n").correct);  // the usual order is the wrong notation here
+  const Problem p100{"arithmetic:55+45", "55+45=", "100"};
+  EXPECT_TRUE(score(*t, p100, "001\n").correct);
+  EXPECT_FALSE(score(*t, p100, "1\n").correct);
+  const Problem neg{"arithmetic:12-94", "12-94=", "-82"};
+  EXPECT_TRUE(score(*t, neg, "-28\n").correct);
+  EXPECT_FALSE(score(*t, neg, "28-\n").correct);  // a trailing minus is not "-82" read backwards
+  EXPECT_FALSE(score(*t, neg, "28\n").correct);
+  const Problem zero{"arithmetic:5-5", "5-5=", "0"};
+  EXPECT_TRUE(score(*t, zero, "0\n").correct);
+  EXPECT_FALSE(score(*t, zero, "00\n").correct);
+  for (uint64_t seed = 0; seed < 100; ++seed) {  // every solution scores full marks
+    const Problem p = t->sample(seed);
+    EXPECT_TRUE(score(*t, p, *t->solution(p)).correct) << p.prompt << " -> " << *t->solution(p);
+  }
+}
+
 }  // namespace
 }  // namespace meshrl::tasks

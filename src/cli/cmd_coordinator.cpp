@@ -1,0 +1,138 @@
+// `meshrl coordinator --config run.toml [--run-dir DIR | --resume DIR] [--listen HOST] [--port P]
+//  [--insecure | --cert FILE --key FILE] [--port-file FILE] [--section.key=value ...]`
+// Starts (or resumes) a run's coordinator and serves nodes over gRPC until the run has finished
+// and every node has left (or gone silent). Prints one line per new version.
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/file_io.h"
+#include "mesh/coordinator.h"
+#include "mesh/mesh_config.h"
+#include "rpc/coordinator_service.h"
+
+namespace meshrl::cli {
+
+namespace {
+
+struct CoordinatorArgs {
+  std::string config;
+  std::string run_dir;
+  std::string resume;
+  std::string listen = "0.0.0.0";
+  int port = 50051;
+  bool insecure = false;
+  std::string cert, key;
+  std::string port_file;
+  double linger_s = 30;  // after the last version, wait this long for nodes to leave
+  bool eval = false;     // held-out pass@1 at start and end, into RUN_DIR/summary.json
+};
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+std::string default_run_dir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "runs/mesh-%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& overrides) {
+  mesh::CoordinatorOptions o;
+  if (!a.resume.empty()) {
+    if (!a.run_dir.empty()) throw StatusError(invalid_argument("[coordinator] give --run-dir or --resume, not both"));
+    o.resume = true;
+    o.run_dir = a.resume;
+  } else {
+    if (a.config.empty()) throw StatusError(invalid_argument("[coordinator] --config run.toml is required (or --resume DIR)"));
+    o.config = mesh::load_mesh_run_config(a.config, overrides).value();
+    o.run_dir = a.run_dir.empty() ? default_run_dir() : a.run_dir;
+  }
+  if (a.insecure)
+    std::fprintf(stderr, "coordinator: WARNING: --insecure: plaintext gRPC, no authentication; use only on loopback or a trusted network\n");
+  o.log = [](const std::string& s) {
+    std::printf("coordinator: %s\n", s.c_str());
+    std::fflush(stdout);
+  };
+  auto coord = mesh::Coordinator::start(o).value();
+  const int64_t n_eval = coord->config().mesh.n_eval > 0 ? coord->config().mesh.n_eval : coord->config().run.eval.n_eval;
+  double before = -1;
+  if (a.eval) {
+    before = coord->evaluate_current(n_eval).value();
+    std::printf("coordinator: held-out pass@1 %.1f%% at version %lld\n", 100 * before, static_cast<long long>(coord->version()));
+  }
+  rpc::ServerOptions so;
+  so.listen = a.listen + ":" + std::to_string(a.port);
+  so.insecure = a.insecure;
+  so.cert = a.cert;
+  so.key = a.key;
+  auto server = rpc::CoordinatorServer::start(*coord, so).value();
+  std::printf("coordinator: listening on %s:%d, run dir %s\n", a.listen.c_str(), server->port(), o.run_dir.c_str());
+  std::fflush(stdout);
+  if (!a.port_file.empty()) write_file_atomic(a.port_file, std::to_string(server->port()) + "\n").is_ok();
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  double finished_at = -1;
+  int rc = 0;
+  while (!g_stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (auto f = coord->fatal()) {
+      std::fprintf(stderr, "coordinator: %s\n", f->message().c_str());
+      rc = 2;
+      break;
+    }
+    if (coord->finished()) {
+      if (finished_at < 0) finished_at = mesh::mono_seconds();
+      if (coord->all_nodes_gone() || mesh::mono_seconds() - finished_at > a.linger_s) break;
+    }
+  }
+  server->shutdown();
+  coord->stop();
+  std::printf("coordinator: stopped at version %lld %s\n", static_cast<long long>(coord->version()), coord->hash().c_str());
+  if (a.eval && rc == 0) {
+    const double after = coord->evaluate_current(n_eval).value();
+    std::printf("coordinator: held-out pass@1 %.1f%% -> %.1f%%\n", 100 * before, 100 * after);
+    nlohmann::json nodes = nlohmann::json::object();
+    for (const auto& [name, r] : coord->nodes())
+      nodes[name] = {{"updates_applied", r.updates_applied}, {"updates_rejected", r.updates_rejected},
+                     {"final_hash", r.last_progress.hash()}, {"left", r.left}};
+    const nlohmann::json s = {{"pass_at_1_before", before}, {"pass_at_1_after", after}, {"rounds", coord->version()},
+                              {"final_version_hash", coord->hash()}, {"bytes_up", coord->bytes_up()},
+                              {"bytes_down", coord->bytes_down()}, {"nodes", nodes}};
+    (void)write_file_atomic(o.run_dir / "summary.json", s.dump(2) + "\n");
+  }
+  std::fflush(stdout);
+  if (rc != 0) std::_Exit(rc);
+}
+
+}  // namespace
+
+void add_coordinator_command(CLI::App& app) {
+  auto a = std::make_shared<CoordinatorArgs>();
+  auto* cmd = app.add_subcommand("coordinator", "serve a mesh run's coordinator over gRPC");
+  cmd->add_option("--config", a->config, "TOML run file with a [mesh] section");
+  cmd->add_option("--run-dir", a->run_dir, "new run directory (default runs/mesh-<timestamp>)");
+  cmd->add_option("--resume", a->resume, "resume the run in this directory at its last durable version");
+  cmd->add_option("--listen", a->listen, "address to listen on (default 0.0.0.0)");
+  cmd->add_option("--port", a->port, "port (0 = ephemeral; see --port-file)");
+  cmd->add_flag("--insecure", a->insecure, "plaintext gRPC (loopback or trusted networks only)");
+  cmd->add_option("--cert", a->cert, "TLS certificate chain (PEM)");
+  cmd->add_option("--key", a->key, "TLS private key (PEM)");
+  cmd->add_option("--port-file", a->port_file, "write the listening port to this file");
+  cmd->add_option("--linger", a->linger_s, "seconds to wait for nodes to leave after the last version");
+  cmd->add_flag("--eval", a->eval, "evaluate held-out pass@1 at start and end (RUN_DIR/summary.json)");
+  cmd->allow_extras();
+  cmd->callback([a, cmd] { run_coordinator(*a, cmd->remaining()); });
+}
+
+}  // namespace meshrl::cli

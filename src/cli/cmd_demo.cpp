@@ -1,0 +1,268 @@
+// `meshrl demo [--config configs/demo-four-cities.toml] [--run-dir DIR] [--rounds N]
+//  [--mode sync|async] [--topology configs/four-cities.toml] [--section.key=value ...]`
+// The whole mesh on one machine: a coordinator (in this process, after the cached SFT warm
+// start), the four-cities WAN link emulator in front of it (one link per city), and one node
+// process per city (this binary, `meshrl node`), each on its own slice of the problems. Prints a
+// line per version, then held-out pass@1 before/after and writes DIR/summary.json.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "cli/child_process.h"
+#include "cli/commands.h"
+#include "core/file_io.h"
+#include "mesh/coordinator.h"
+#include "mesh/mesh_config.h"
+#include "net/link_emulator.h"
+#include "net/topology.h"
+#include "rpc/coordinator_service.h"
+
+namespace meshrl::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DemoArgs {
+  std::string config = "configs/demo-four-cities.toml";
+  std::string topology = "configs/four-cities.toml";
+  std::string run_dir;
+  int64_t rounds = 0;
+  std::string mode;
+  double timeout_s = 1800;
+};
+
+std::string default_run_dir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "runs/demo-%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+std::string mb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f MB", bytes / 1e6);
+  return b;
+}
+
+void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
+  const double t0 = mesh::mono_seconds();
+  if (a.rounds > 0) overrides.push_back("--mesh.rounds=" + std::to_string(a.rounds));
+  if (!a.mode.empty()) overrides.push_back("--mesh.mode=" + a.mode);
+  const mesh::MeshRunConfig cfg = mesh::load_mesh_run_config(a.config, overrides).value();
+  const net::Topology topo = net::load_topology(a.topology).value();
+  const fs::path dir = a.run_dir.empty() ? default_run_dir() : a.run_dir;
+  fs::create_directories(dir / "nodes");
+  std::printf("meshrl demo: %zu cities (%s), coordinator in %s, %lld rounds of H = %lld inner steps, %s mode, codec %s\n",
+              topo.cities.size(), a.topology.c_str(), topo.coordinator.c_str(), static_cast<long long>(cfg.mesh.rounds),
+              static_cast<long long>(cfg.mesh.inner_steps), cfg.mesh.mode.c_str(), cfg.mesh.codec.c_str());
+  std::printf("meshrl demo: run dir %s\n", dir.c_str());
+  std::fflush(stdout);
+
+  // Versions are reported from the coordinator's thread; the main thread evaluates and prints.
+  std::mutex mu;
+  std::vector<mesh::VersionReport> reports;
+  mesh::CoordinatorOptions o;
+  o.run_dir = dir / "coordinator";
+  o.config = cfg;
+  o.log = [&](const std::string& s) {
+    std::FILE* f = std::fopen((dir / "coordinator.log").c_str(), "a");
+    if (f) {
+      std::fprintf(f, "%8.1f s  %s\n", mesh::mono_seconds() - t0, s.c_str());
+      std::fclose(f);
+    }
+    if (s.rfind("sft", 0) == 0 || s.rfind("joined", 0) == 0 || s.rfind("dropped", 0) == 0 || s.rfind("rejoined", 0) == 0) {
+      std::printf("  %s\n", s.c_str());
+      std::fflush(stdout);
+    }
+  };
+  o.on_version = [&](const mesh::VersionReport& r) {
+    std::lock_guard<std::mutex> lk(mu);
+    reports.push_back(r);
+  };
+  std::printf("warm start (SFT, cached under %s) ...\n", cfg.run.sft.cache_dir.c_str());
+  std::fflush(stdout);
+  auto coord = mesh::Coordinator::start(o).value();
+  const int64_t n_eval = cfg.mesh.n_eval > 0 ? cfg.mesh.n_eval : cfg.run.eval.n_eval;
+  const double before = coord->evaluate_current(n_eval).value();
+  std::printf("held-out pass@1 before: %.1f%% (%lld problems)\n", 100 * before, static_cast<long long>(n_eval));
+
+  rpc::ServerOptions so;
+  so.listen = "127.0.0.1:0";
+  so.insecure = true;
+  std::fprintf(stderr, "meshrl demo: WARNING: plaintext gRPC on loopback (--insecure); real runs use TLS\n");
+  auto server = rpc::CoordinatorServer::start(*coord, so).value();
+  net::HostPort upstream{"127.0.0.1", static_cast<uint16_t>(server->port())};
+  auto emu = net::LinkEmulator::start(net::link_specs(topo, upstream, 0).value()).value();
+
+  std::vector<Child> children;
+  const std::vector<std::string> env = {"OMP_NUM_THREADS=1", "OMP_WAIT_POLICY=PASSIVE"};
+  for (size_t i = 0; i < topo.cities.size(); ++i) {
+    const std::string& city = topo.cities[i].name;
+    std::vector<std::string> args = {"node", "--coordinator", "127.0.0.1:" + std::to_string(emu->port(city)), "--name", city,
+                                     "--shard", std::to_string(i) + "/" + std::to_string(topo.cities.size()),
+                                     "--threads", "1", "--insecure", "--report", (dir / "nodes" / (city + ".json")).string()};
+    children.push_back(spawn_self(city, args, dir / "nodes" / (city + ".log"), env).value());
+    std::printf("  started node %s (pid %d) via its link on port %u (RTT %.0f ms)\n", city.c_str(), children.back().pid,
+                static_cast<unsigned>(emu->port(city)), topo.rtt(city, topo.coordinator));
+  }
+  std::fflush(stdout);
+
+  size_t shown = 0;
+  bool timed_out = false;
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::vector<mesh::VersionReport> fresh;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      fresh.assign(reports.begin() + static_cast<long>(shown), reports.end());
+      shown = reports.size();
+    }
+    for (const auto& r : fresh) {
+      std::string pass;
+      if (cfg.mesh.eval_every_rounds > 0 && r.version % cfg.mesh.eval_every_rounds == 0 && r.version < cfg.mesh.rounds) {
+        auto p = coord->evaluate_current(n_eval);
+        if (p.is_ok()) pass = "  pass@1 " + std::to_string(static_cast<int>(1000 * p.value() + 0.5) / 10.0).substr(0, 4) + "%";
+      }
+      std::printf("round %3lld/%lld  reward %.3f  updates %lld (%s)  staleness %.1f  up %s  down %s  nodes %lld%s  %.0f s\n",
+                  static_cast<long long>(r.version), static_cast<long long>(cfg.mesh.rounds), r.reward_mean,
+                  static_cast<long long>(r.n_updates), r.closed_by.c_str(), r.mean_staleness, mb(static_cast<double>(r.bytes_up)).c_str(),
+                  mb(static_cast<double>(r.bytes_down)).c_str(), static_cast<long long>(r.nodes_online), pass.c_str(),
+                  mesh::mono_seconds() - t0);
+      std::fflush(stdout);
+    }
+    bool all_exited = true;
+    for (Child& c : children) {
+      if (c.pid <= 0) continue;
+      if (auto rc = poll_child(c)) {
+        if (*rc != 0) std::printf("  node %s exited with status %d (see %s)\n", c.name.c_str(), *rc, (dir / "nodes" / (c.name + ".log")).c_str());
+      } else {
+        all_exited = false;
+      }
+    }
+    if (all_exited) break;
+    if (auto f = coord->fatal()) throw StatusError(*f);
+    if (mesh::mono_seconds() - t0 > a.timeout_s) {
+      timed_out = true;
+      for (Child& c : children) signal_child(c, SIGTERM);
+    }
+    if (timed_out && mesh::mono_seconds() - t0 > a.timeout_s + 10)
+      for (Child& c : children) signal_child(c, SIGKILL);
+  }
+  server->shutdown();
+  const double after = coord->evaluate_current(n_eval).value();
+  const int64_t P = coord->param_count();
+
+  nlohmann::json node_hashes = nlohmann::json::object(), node_json = nlohmann::json::object();
+  double compute = 0, wall = 0;
+  int64_t inner_steps = 0;
+  const auto records = coord->nodes();
+  for (const auto& c : topo.cities) {
+    auto text = read_file(dir / "nodes" / (c.name + ".json"), 1 << 20);
+    nlohmann::json j = text.is_ok() ? nlohmann::json::parse(text.value(), nullptr, false) : nlohmann::json();
+    if (j.is_object()) {
+      node_hashes[c.name] = j.value("final_hash", "");
+      compute += j.value("compute_seconds", 0.0);
+      wall += j.value("wall_seconds", 0.0);
+      inner_steps += j.value("inner_steps", int64_t{0});
+    } else if (records.count(c.name)) {
+      node_hashes[c.name] = records.at(c.name).last_progress.hash();
+    }
+    nlohmann::json nj = j.is_object() ? j : nlohmann::json::object();
+    if (records.count(c.name)) {
+      const auto& r = records.at(c.name);
+      nj["updates_applied"] = r.updates_applied;
+      nj["updates_rejected"] = r.updates_rejected;
+      nj["coordinator_bytes_up"] = r.bytes_up;
+      nj["coordinator_bytes_down"] = r.bytes_down;
+    }
+    nj["link_stats"] = {{"bytes_to_coordinator", emu->stats(c.name).bytes_to_upstream},
+                        {"bytes_from_coordinator", emu->stats(c.name).bytes_from_upstream}};
+    node_json[c.name] = nj;
+  }
+  emu->stop();
+  const std::string final_hash = coord->hash();
+  bool all_equal = true;
+  for (auto& [k, v] : node_hashes.items()) all_equal = all_equal && v == final_hash;
+  // Synchronous fp32 data parallelism for the same inner steps: every step, every node sends its
+  // gradient (P floats) and receives the averaged one (P floats).
+  const double dp_bytes = static_cast<double>(inner_steps) * 2.0 * 4.0 * static_cast<double>(P);
+  const double bytes_up = static_cast<double>(coord->bytes_up()), bytes_down = static_cast<double>(coord->bytes_down());
+  const double bytes_full = static_cast<double>(coord->bytes_down_full());
+  // Per node per round, without the one-off full-weight downloads at join: updates up, broadcasts
+  // down, against fp32 data parallelism's gradient up + gradient down for each of the H steps.
+  const double node_rounds = static_cast<double>(std::max<int64_t>(1, coord->version())) * static_cast<double>(topo.cities.size());
+  const double per_node_round = (bytes_up + bytes_down - bytes_full) / node_rounds;
+  const double dp_per_node_round = static_cast<double>(cfg.mesh.inner_steps) * 2.0 * 4.0 * static_cast<double>(P);
+  nlohmann::json s = {
+      {"format", "meshrl-demo/1"},
+      {"pass_at_1_before", before},
+      {"pass_at_1_after", after},
+      {"rounds", coord->version()},
+      {"nodes", topo.cities.size()},
+      {"mode", cfg.mesh.mode},
+      {"inner_steps_per_round", cfg.mesh.inner_steps},
+      {"inner_steps_total", inner_steps},
+      {"param_count", P},
+      {"bytes_up", bytes_up},
+      {"bytes_down", bytes_down},
+      {"bytes_dataparallel_equivalent", dp_bytes},
+      {"compression_vs_dataparallel", bytes_up + bytes_down > 0 ? dp_bytes / (bytes_up + bytes_down) : 0.0},
+      {"bytes_down_full_weights", bytes_full},
+      {"bytes_per_node_per_round", per_node_round},
+      {"dataparallel_bytes_per_node_per_round", dp_per_node_round},
+      {"per_round_reduction_vs_dataparallel", per_node_round > 0 ? dp_per_node_round / per_node_round : 0.0},
+      {"compute_share", wall > 0 ? compute / wall : 0.0},
+      {"wall_seconds", mesh::mono_seconds() - t0},
+      {"final_version_hash", final_hash},
+      {"node_hashes", node_hashes},
+      {"all_nodes_on_final_hash", all_equal},
+      {"per_node", node_json},
+      {"run_dir", dir.string()},
+      {"config", mesh::mesh_section_to_json(cfg.mesh)},
+  };
+  if (Status st = write_file_atomic(dir / "summary.json", s.dump(2) + "\n"); !st.is_ok()) throw StatusError(st);
+  std::printf("\nheld-out pass@1: %.1f%% -> %.1f%% (%+.1f points) after %lld rounds x %lld inner steps on %zu nodes\n", 100 * before,
+              100 * after, 100 * (after - before), static_cast<long long>(coord->version()),
+              static_cast<long long>(cfg.mesh.inner_steps), topo.cities.size());
+  std::printf("bytes on the wire: up %s, down %s; synchronous fp32 data-parallel would send %s (%.0fx more)\n",
+              mb(bytes_up).c_str(), mb(bytes_down).c_str(), mb(dp_bytes).c_str(),
+              bytes_up + bytes_down > 0 ? dp_bytes / (bytes_up + bytes_down) : 0.0);
+  std::printf("per node per round (without the initial downloads): %s vs %s for fp32 data-parallel (%.0fx fewer)\n",
+              mb(per_node_round).c_str(), mb(dp_per_node_round).c_str(), per_node_round > 0 ? dp_per_node_round / per_node_round : 0.0);
+  std::printf("compute share %.0f%%; final version %s; every node on it: %s\n", wall > 0 ? 100 * compute / wall : 0.0,
+              final_hash.c_str(), all_equal ? "yes" : "NO");
+  for (auto& [k, v] : node_json.items())
+    std::printf("  %-8s updates applied %lld, inner steps %lld, compute %.0f s of %.0f s\n", k.c_str(),
+                static_cast<long long>(v.value("updates_applied", int64_t{0})), static_cast<long long>(v.value("inner_steps", int64_t{0})),
+                v.value("compute_seconds", 0.0), v.value("wall_seconds", 0.0));
+  std::printf("summary: %s\n", (dir / "summary.json").c_str());
+  coord->stop();
+  if (timed_out) throw StatusError(io_error("[demo] timed out after " + std::to_string(static_cast<int>(a.timeout_s)) + " s"));
+}
+
+}  // namespace
+
+void add_demo_command(CLI::App& app) {
+  auto a = std::make_shared<DemoArgs>();
+  auto* cmd = app.add_subcommand("demo", "coordinator + four city nodes on loopback behind the WAN emulator");
+  cmd->add_option("--config", a->config, "mesh run file (default configs/demo-four-cities.toml)");
+  cmd->add_option("--topology", a->topology, "cities and links (default configs/four-cities.toml)");
+  cmd->add_option("--run-dir", a->run_dir, "run directory (default runs/demo-<timestamp>)");
+  cmd->add_option("--rounds", a->rounds, "versions to publish (default: the config's [mesh] rounds)");
+  cmd->add_option("--mode", a->mode, "sync | async (default: the config's)");
+  cmd->add_option("--timeout", a->timeout_s, "stop the nodes after this many seconds");
+  cmd->allow_extras();
+  cmd->callback([a, cmd] { run_demo(*a, cmd->remaining()); });
+}
+
+}  // namespace meshrl::cli

@@ -1,0 +1,92 @@
+// `meshrl node --coordinator HOST:PORT --name paris [--shard I/N] [--model DIR] [--threads 1]
+//  [--insecure | --ca FILE] [--report FILE] [--task.key=value --grpo.key=value ...]`
+// Joins a run and trains on this machine's slice of the task until the run finishes.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/file_io.h"
+#include "mesh/node.h"
+#include "rpc/grpc_client.h"
+
+namespace meshrl::cli {
+
+namespace {
+
+struct NodeArgs {
+  std::string coordinator;
+  std::string name;
+  std::string shard;
+  std::string model;
+  std::string device = "cpu";
+  int threads = 1;
+  bool insecure = false;
+  std::string ca;
+  std::string report;
+  double give_up_s = 300;
+};
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) {
+  mesh::NodeOptions o;
+  o.name = a.name;
+  o.device = a.device;
+  o.threads = a.threads;
+  o.model = a.model;
+  o.overrides = overrides;
+  o.give_up_s = a.give_up_s;
+  if (!a.shard.empty()) {
+    unsigned long long i = 0, n = 0;
+    if (std::sscanf(a.shard.c_str(), "%llu/%llu", &i, &n) != 2 || n == 0 || i >= n)
+      throw StatusError(invalid_argument("[node] --shard must be I/N with 0 <= I < N, got '" + a.shard + "'"));
+    o.shard_index = i;
+    o.shard_count = n;
+  }
+  const std::string tag = "node " + a.name + ": ";
+  o.log = [tag](const std::string& s) {
+    std::printf("%s%s\n", tag.c_str(), s.c_str());
+    std::fflush(stdout);
+  };
+  if (a.insecure) std::fprintf(stderr, "%sWARNING: --insecure: plaintext gRPC; use only on loopback or a trusted network\n", tag.c_str());
+  rpc::ChannelOptions co;
+  co.target = a.coordinator;
+  co.insecure = a.insecure;
+  co.ca_cert = a.ca;
+  auto client = rpc::make_grpc_client(co).value();
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const mesh::NodeReport rep = mesh::run_node(*client, o, &g_stop).value();
+  std::printf("%sdone: version %lld hash %s, %lld inner steps, %lld/%lld updates accepted, compute share %.0f%%\n", tag.c_str(),
+              static_cast<long long>(rep.final_version), rep.final_hash.c_str(), static_cast<long long>(rep.inner_steps),
+              static_cast<long long>(rep.updates_accepted), static_cast<long long>(rep.updates_sent),
+              rep.wall_seconds > 0 ? 100 * rep.compute_seconds / rep.wall_seconds : 0.0);
+  if (!a.report.empty()) {
+    nlohmann::json j = rep.to_json();
+    j["name"] = a.name;
+    write_file_atomic(a.report, j.dump(2) + "\n").is_ok();
+  }
+}
+
+}  // namespace
+
+void add_node_command(CLI::App& app) {
+  auto a = std::make_shared<NodeArgs>();
+  auto* cmd = app.add_subcommand("node", "join a mesh run and train on this machine's data");
+  cmd->add_option("--coordinator", a->coordinator, "HOST:PORT of the coordinator (or of a link-emulator port)")->required();
+  cmd->add_option("--name", a->name, "this node's name, unique in the run: [a-z0-9_-]")->required();
+  cmd->add_option("--shard", a->shard, "I/N: train on slice I of N of the task's training problems");
+  cmd->add_option("--model", a->model, "model folder for architecture + tokenizer (default: the run's)");
+  cmd->add_option("--device", a->device, "cpu | cuda | mps | auto");
+  cmd->add_option("--threads", a->threads, "intra-op threads (1 when processes share a machine)");
+  cmd->add_flag("--insecure", a->insecure, "plaintext gRPC (loopback or trusted networks only)");
+  cmd->add_option("--ca", a->ca, "PEM file of the CA that signed the coordinator's certificate (TLS)");
+  cmd->add_option("--report", a->report, "write this node's final report (JSON) here");
+  cmd->add_option("--give-up", a->give_up_s, "seconds without reaching the coordinator before giving up");
+  cmd->allow_extras();
+  cmd->callback([a, cmd] { run_node_cmd(*a, cmd->remaining()); });
+}
+
+}  // namespace meshrl::cli

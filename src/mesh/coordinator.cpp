@@ -1,0 +1,644 @@
+// The coordinator's state machine. See coordinator.h.
+#include "mesh/coordinator.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "core/check.h"
+#include "mesh/content_hash.h"
+#include "mesh/policy_params.h"
+#include "mesh/protocol.h"
+#include "model/config.h"
+#include "model/device.h"
+#include "rl/evaluate.h"
+#include "rl/warm_start.h"
+
+namespace meshrl::mesh {
+
+namespace fs = std::filesystem;
+using store::UpdateKey;
+
+double mono_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+constexpr const char* kOuterPrefix = "outer/";
+constexpr const char* kEfPrefix = "ef/";
+
+store::TensorSet to_set(const NamedTensors& t) { return {t.names, t.tensors}; }
+NamedTensors from_set(const store::TensorSet& t) { return {t.names, t.tensors}; }
+
+// Outer optimizer state and the broadcast's error-feedback residual share one file, by prefix.
+store::TensorSet pack_outer_state(const NamedTensors& outer, const NamedTensors& ef) {
+  store::TensorSet s;
+  for (size_t i = 0; i < outer.size(); ++i) {
+    s.names.push_back(kOuterPrefix + outer.names[i]);
+    s.tensors.push_back(outer.tensors[i]);
+  }
+  for (size_t i = 0; i < ef.size(); ++i) {
+    s.names.push_back(kEfPrefix + ef.names[i]);
+    s.tensors.push_back(ef.tensors[i]);
+  }
+  return s;
+}
+
+NamedTensors unpack_prefix(const store::TensorSet& s, const std::string& prefix) {
+  NamedTensors out;
+  for (size_t i = 0; i < s.names.size(); ++i)
+    if (s.names[i].rfind(prefix, 0) == 0) {
+      out.names.push_back(s.names[i].substr(prefix.size()));
+      out.tensors.push_back(s.tensors[i]);
+    }
+  return out;
+}
+
+Result<CodecConfig> codec_config(const MeshSection& m) {
+  CodecConfig c;
+  auto id = codec_from_name(m.codec);
+  if (!id) return invalid_argument("[mesh] codec '" + m.codec + "' unknown");
+  c.id = *id;
+  c.block_size = static_cast<uint32_t>(m.block_size);
+  c.zstd_level = static_cast<int>(m.zstd_level);
+  return c;
+}
+
+std::string random_hex16() {
+  std::random_device rd;
+  const uint64_t x = (uint64_t{rd()} << 32) ^ rd();
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(x));
+  return b;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Coordinator>> Coordinator::start(CoordinatorOptions o) {
+  std::unique_ptr<Coordinator> c(new Coordinator());
+  c->t0_ = mono_seconds();
+  c->opts_ = o;
+  MESHRL_RETURN_IF_ERROR(o.resume ? c->init_resume(o) : c->init_new(o));
+  c->loop_ = std::thread([p = c.get()] { p->round_loop(); });
+  return c;
+}
+
+Coordinator::~Coordinator() { stop(); }
+
+void Coordinator::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  version_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+void Coordinator::log(const std::string& line) const {
+  if (opts_.log) opts_.log(line);
+}
+
+// Everything both a new and a resumed run need once config_ is set; loads the policy from `spec`.
+Status Coordinator::load_common(const std::string& spec) {
+  const auto& m = config_.mesh;
+  rules_.mode = m.mode == "async" ? RoundMode::kAsync : RoundMode::kSync;
+  rules_.quorum = m.quorum;
+  rules_.deadline_s = m.round_deadline_s;
+  rules_.max_staleness = m.max_staleness;
+  MESHRL_ASSIGN_OR_RETURN(CodecConfig cc, codec_config(m));
+  MESHRL_ASSIGN_OR_RETURN(codec_, make_codec(cc));
+  CodecConfig wc;
+  wc.id = CodecId::kFp32;
+  wc.zstd_level = 0;
+  MESHRL_ASSIGN_OR_RETURN(weights_codec_, make_codec(wc));
+  OuterOptimizerConfig oc;
+  oc.lr = m.outer_lr;
+  oc.momentum = m.outer_momentum;
+  oc.nesterov = m.outer_nesterov;
+  outer_ = std::make_unique<OuterOptimizer>(oc);
+  acc_ = std::make_unique<MeanAccumulator>();
+
+  model::set_threads(static_cast<int>(config_.run.model.threads));
+  MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(config_.run.model.device));
+  MESHRL_ASSIGN_OR_RETURN(policy_, rollout::load_policy(spec, device, config_.run.model.weight_seed));
+  theta_ = trainable_parameters(*policy_.model);
+  param_count_ = theta_.numel();
+  // An update is at most its fp32 encoding plus per-tensor headers; anything larger is refused
+  // before it is read into memory.
+  max_update_bytes_ = static_cast<uint64_t>(param_count_) * 4 + 4096 + 2048 * theta_.size();
+  limits_.max_decoded_bytes = static_cast<uint64_t>(param_count_) * 4;
+  limits_.max_tensors = static_cast<uint32_t>(theta_.size());
+  model_config_json_ = model::to_hf_config_json(policy_.model->config());
+  model_config_hash_ = model_config_hash(policy_.model->config());
+  tokenizer_hash_ = tokenizer_hash(*policy_.tokenizer);
+  MESHRL_ASSIGN_OR_RETURN(std::unique_ptr<tasks::Task> task, tasks::make_task(config_.run.task));
+  task_ = std::move(task);
+  return Status::ok();
+}
+
+Status Coordinator::init_new(CoordinatorOptions& o) {
+  config_ = o.config;
+  MESHRL_ASSIGN_OR_RETURN(rl::WarmStart warm, rl::ensure_warm_start(config_.run));
+  log(warm.trained ? "sft: trained warm start " + warm.policy_spec
+                   : (warm.cached ? "sft: reusing cached warm start " + warm.policy_spec : "no warm start: " + warm.policy_spec));
+  // Nodes build the architecture and tokenizer from a preset name where there is one (they then
+  // download the warm-started weights); a folder must exist on every node's machine.
+  model_spec_ = model::is_preset_name(config_.run.model.init) ? config_.run.model.init : warm.policy_spec;
+  const std::string warm_spec = warm.policy_spec;
+  MESHRL_RETURN_IF_ERROR(load_common(warm_spec));
+  nlohmann::json manifest = {
+      {"run_config_toml", mesh_run_config_to_toml(config_)},
+      {"model_spec", model_spec_},
+      {"warm_start", warm_spec},
+      {"model_config_hash", model_config_hash_},
+      {"tokenizer_hash", tokenizer_hash_},
+      {"param_count", param_count_},
+      {"protocol_version", kProtocolVersion},
+  };
+  manifest["run_id"] = random_hex16();
+  MESHRL_ASSIGN_OR_RETURN(store::RunStore st, store::RunStore::create(o.run_dir, manifest));
+  store_ = std::make_unique<store::RunStore>(std::move(st));
+  run_id_ = store_->manifest().at("run_id").get<std::string>();
+  hash_ = content_hash(theta_);
+  version_ = 0;
+  MESHRL_RETURN_IF_ERROR(store_->write_version(0, hash_, "", to_set(theta_), pack_outer_state(outer_->state(), ef_.residual()), ""));
+  MESHRL_RETURN_IF_ERROR(store_->ledger().commit_initial(hash_));
+  round_ = {0, mono_seconds(), 0, 0};
+  log("run " + run_id_ + " in " + o.run_dir.string() + ": version 0 " + hash_ + ", " + std::to_string(param_count_) +
+      " parameters in " + std::to_string(theta_.size()) + " tensors");
+  return Status::ok();
+}
+
+Status Coordinator::init_resume(CoordinatorOptions& o) {
+  MESHRL_ASSIGN_OR_RETURN(store::RunStore st, store::RunStore::open(o.run_dir));
+  store_ = std::make_unique<store::RunStore>(std::move(st));
+  const auto& man = store_->manifest();
+  if (!man.contains("run_config_toml") || !man.contains("model_spec") || !man.contains("warm_start"))
+    return data_loss("[coordinator] " + (o.run_dir / "manifest.json").string() + " lacks run_config_toml/model_spec/warm_start");
+  MESHRL_ASSIGN_OR_RETURN(config_, parse_mesh_run_config(man.at("run_config_toml").get<std::string>(), "manifest.json"));
+  run_id_ = man.at("run_id").get<std::string>();
+  model_spec_ = man.at("model_spec").get<std::string>();
+  // Architecture and tokenizer from the warm start folder; the weights are then the version's.
+  MESHRL_RETURN_IF_ERROR(load_common(man.at("warm_start").get<std::string>()));
+  const int64_t v = store_->ledger().current_version();
+  MESHRL_ASSIGN_OR_RETURN(store::VersionRecord rec, store_->load_version(v));
+  NamedTensors w = from_set(rec.weights);
+  MESHRL_RETURN_IF_ERROR(copy_parameters(w, theta_, "resumed weights"));
+  hash_ = content_hash(theta_);
+  if (hash_ != store_->ledger().current_hash())
+    return data_loss("[coordinator] version " + std::to_string(v) + " weights hash " + hash_ + ", ledger says " +
+                     store_->ledger().current_hash());
+  MESHRL_RETURN_IF_ERROR(outer_->set_state(unpack_prefix(rec.outer_state, kOuterPrefix)));
+  MESHRL_RETURN_IF_ERROR(ef_.set_residual(unpack_prefix(rec.outer_state, kEfPrefix)));
+  version_ = v;
+  finished_ = version_ >= config_.mesh.rounds;
+  round_ = {v, mono_seconds(), 0, 0};
+  MESHRL_RETURN_IF_ERROR(readmit_pending());
+  for (const store::UpdateRow& row : store_->ledger().updates())
+    if ((row.state == store::UpdateState::kApplied && row.applied_version == v) || row.state == store::UpdateState::kReceived)
+      expected_.insert(row.key.node);
+  grace_until_ = mono_seconds() + config_.mesh.lease_s;
+  log("resumed run " + run_id_ + " at version " + std::to_string(v) + " " + hash_ + " with " +
+      std::to_string(round_.n_updates) + " pending update(s)");
+  return Status::ok();
+}
+
+// Re-aggregates what was acknowledged but not applied before a crash.
+Status Coordinator::readmit_pending() {
+  for (const store::UpdateRow& row : store_->ledger().pending()) {
+    const Admission a = admit_update(rules_, version_, row.key.base_version, row.n_samples);
+    auto bytes = store_->read_spooled(row.key.str());
+    std::string why = a.accepted ? "" : a.reason;
+    Result<NamedTensors> u = invalid_argument("unread");
+    if (why.empty() && !bytes.is_ok()) why = "spooled payload lost: " + bytes.status().message();
+    if (why.empty()) {
+      u = codec_->decode(bytes.value(), limits_, row.key.str());
+      if (!u.is_ok()) why = u.status().message();
+      else if (auto st = check_same_layout(u.value(), theta_, "update"); !st.is_ok()) why = st.message();
+    }
+    if (!why.empty()) {
+      MESHRL_RETURN_IF_ERROR(store_->ledger().mark_rejected(row.key, why));
+      continue;
+    }
+    MESHRL_RETURN_IF_ERROR(acc_->add(u.value(), a.weight));
+    round_keys_.emplace_back(row.key, a.weight);
+    round_staleness_.push_back(a.staleness);
+    round_samples_ += row.n_samples;
+    ++round_.n_updates;
+    if (a.staleness == 0 && round_fresh_.insert(row.key.node).second) ++round_.n_fresh_nodes;
+  }
+  return Status::ok();
+}
+
+v1::Manifest Coordinator::manifest() const {
+  v1::Manifest m;
+  m.set_run_id(run_id_);
+  m.set_model_config_json(model_config_json_);
+  m.set_model_config_hash(model_config_hash_);
+  m.set_model_spec(model_spec_);
+  m.set_tokenizer_hash(tokenizer_hash_);
+  m.add_task_names(task_->name());
+  m.set_run_config_toml(mesh_run_config_to_toml(config_));
+  m.set_algorithm_json(mesh_section_to_json(config_.mesh).dump());
+  m.set_current_version(version_);
+  m.set_current_hash(hash_);
+  m.set_lease_seconds(config_.mesh.lease_s);
+  m.set_param_count(param_count_);
+  m.set_finished(finished_);
+  return m;
+}
+
+v1::JoinReply Coordinator::join(const v1::JoinRequest& req, const std::string& peer) {
+  v1::JoinReply r;
+  r.set_protocol_version(kProtocolVersion);
+  std::lock_guard<std::mutex> lk(mu_);
+  const double now = mono_seconds();
+  expire_leases(now);
+  std::string why;
+  if (req.protocol_version() != kProtocolVersion)
+    why = "protocol version " + std::to_string(req.protocol_version()) + " is not this coordinator's (" +
+          std::to_string(kProtocolVersion) + "); run the same meshrl release on every machine";
+  else if (std::string bad = check_node_name(req.name()); !bad.empty())
+    why = bad;
+  else if (!req.run_id().empty() && req.run_id() != run_id_)
+    why = "node is configured for run " + req.run_id() + ", this coordinator runs " + run_id_;
+  else if (!req.model_config_hash().empty() && req.model_config_hash() != model_config_hash_)
+    why = "node's model (config hash " + req.model_config_hash() + ") is not this run's (" + model_config_hash_ + ")";
+  else if (auto it = members_.find(req.name()); it != members_.end()) {
+    char b[160];
+    std::snprintf(b, sizeof b, "a node named '%s' is already joined (its lease expires in %.1f s); use another --name",
+                  req.name().c_str(), config_.mesh.lease_s - (now - it->second.last_seen));
+    why = b;
+  }
+  const std::string node = req.name().empty() ? "?" : req.name().substr(0, 64);
+  if (!why.empty()) {
+    r.set_accepted(false);
+    r.set_reason(why);
+    (void)store_->ledger().node_event(node, "join_refused", why + " (peer " + peer + ")");
+    log("refused join of '" + node + "': " + why);
+    return r;
+  }
+  std::random_device rd;
+  Member m;
+  m.session = ((uint64_t{rd()} << 32) ^ rd()) | 1;
+  m.last_seen = m.joined_at = now;
+  members_[req.name()] = m;
+  const bool rejoin = !ever_joined_.insert(req.name()).second;
+  records_[req.name()].name = req.name();
+  records_[req.name()].left = false;
+  nlohmann::json detail = {{"device", req.device()}, {"threads", req.threads()}, {"tokens_per_s", req.tokens_per_s()},
+                           {"peer", peer}, {"version", version_}};
+  (void)store_->ledger().node_event(req.name(), rejoin ? "rejoin" : "join", detail.dump());
+  log(std::string(rejoin ? "rejoined: " : "joined: ") + req.name() + " (" + req.device() + ", " +
+      std::to_string(req.threads()) + " threads) at version " + std::to_string(version_) + "; " +
+      std::to_string(members_.size()) + " online");
+  r.set_accepted(true);
+  r.set_session(m.session);
+  *r.mutable_manifest() = manifest();
+  return r;
+}
+
+bool Coordinator::session_ok(const std::string& name, uint64_t session) {
+  auto it = members_.find(name);
+  if (it == members_.end() || it->second.session != session) return false;
+  it->second.last_seen = mono_seconds();
+  return true;
+}
+
+v1::HeartbeatReply Coordinator::heartbeat(const v1::HeartbeatRequest& req) {
+  v1::HeartbeatReply r;
+  std::lock_guard<std::mutex> lk(mu_);
+  r.set_current_version(version_);
+  r.set_finished(finished_);
+  if (!session_ok(req.name(), req.session())) {
+    r.set_ok(false);
+    r.set_reason("not joined (unknown session or lease expired); join again");
+    return r;
+  }
+  records_[req.name()].last_progress = req.progress();
+  r.set_ok(true);
+  return r;
+}
+
+v1::LeaveReply Coordinator::leave(const v1::LeaveRequest& req) {
+  v1::LeaveReply r;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!session_ok(req.name(), req.session())) {
+    r.set_ok(false);
+    return r;
+  }
+  members_.erase(req.name());
+  NodeRecord& rec = records_[req.name()];
+  rec.last_progress = req.progress();
+  rec.left = true;
+  (void)store_->ledger().node_event(req.name(), "leave",
+                                    "version " + std::to_string(req.progress().version()) + " hash " + req.progress().hash());
+  log("left: " + req.name() + " at version " + std::to_string(req.progress().version()) +
+      (req.progress().hash() == hash_ ? " (hash ok)" : " (hash " + req.progress().hash() + " != " + hash_ + ")"));
+  r.set_ok(true);
+  version_cv_.notify_all();
+  return r;
+}
+
+void Coordinator::expire_leases(double now) {
+  for (auto it = members_.begin(); it != members_.end();) {
+    if (now - it->second.last_seen > config_.mesh.lease_s) {
+      (void)store_->ledger().node_event(it->first, "lease_expired", "silent for " + std::to_string(now - it->second.last_seen) + " s");
+      log("dropped: " + it->first + " (lease expired)");
+      it = members_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Result<Coordinator::Blob> Coordinator::weights(const std::string& name, uint64_t session, int64_t version) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!session_ok(name, session)) return invalid_argument("not joined (unknown session or lease expired); join again");
+  if (version == version_) {
+    if (!weights_blob_) {
+      MESHRL_ASSIGN_OR_RETURN(std::string b, weights_codec_->encode(theta_));
+      weights_blob_ = std::make_shared<const std::string>(std::move(b));
+    }
+    return Blob{weights_blob_, version_, hash_};
+  }
+  if (version < 0 || version > version_)
+    return invalid_argument("version " + std::to_string(version) + " does not exist (current is " + std::to_string(version_) + ")");
+  lk.unlock();  // an old version comes from disk; the store is safe to read concurrently
+  MESHRL_ASSIGN_OR_RETURN(store::VersionRecord rec, store_->load_version(version));
+  MESHRL_ASSIGN_OR_RETURN(std::string b, weights_codec_->encode(from_set(rec.weights)));
+  return Blob{std::make_shared<const std::string>(std::move(b)), version, rec.hash};
+}
+
+Result<Coordinator::Blob> Coordinator::broadcast(const std::string& name, uint64_t session, int64_t version) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!session_ok(name, session)) return invalid_argument("not joined (unknown session or lease expired); join again");
+  if (version < 1 || version > version_)
+    return invalid_argument("no broadcast for version " + std::to_string(version) + " (current is " + std::to_string(version_) + ")");
+  if (auto it = broadcasts_.find(version); it != broadcasts_.end()) {
+    return Blob{it->second, version, version == version_ ? hash_ : ""};
+  }
+  lk.unlock();
+  MESHRL_ASSIGN_OR_RETURN(store::VersionRecord rec, store_->load_version(version));
+  MESHRL_ASSIGN_OR_RETURN(std::string b, store_->load_broadcast(version));
+  return Blob{std::make_shared<const std::string>(std::move(b)), version, rec.hash};
+}
+
+void Coordinator::count_bytes_down(const std::string& name, uint64_t n, bool full) {
+  std::lock_guard<std::mutex> lk(mu_);
+  bytes_down_ += n;
+  if (full) bytes_down_full_ += n;
+  records_[name].bytes_down += n;
+}
+
+v1::SubmitReply Coordinator::reject(const UpdateKey& key, const std::string& reason, bool record) {
+  v1::SubmitReply r;
+  r.set_accepted(false);
+  r.set_reason(reason);
+  r.set_current_version(version_);
+  if (record) (void)store_->ledger().mark_rejected(key, reason);
+  else (void)store_->ledger().node_event(key.node, "update_refused", key.str() + ": " + reason);
+  if (records_.count(key.node)) ++records_[key.node].updates_rejected;
+  log("rejected update " + key.str() + ": " + reason);
+  return r;
+}
+
+v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string& payload) {
+  const UpdateKey key{h.name().substr(0, 64), h.base_version(), h.seq()};
+  // Decode outside the lock (the costly part); everything it checks is independent of state.
+  Result<NamedTensors> decoded = invalid_argument("not decoded");
+  const bool sizes_ok = payload.size() == h.declared_bytes() && h.declared_bytes() <= max_update_bytes_;
+  if (sizes_ok) decoded = codec_->decode(payload, limits_, "update " + key.str());
+
+  std::lock_guard<std::mutex> lk(mu_);
+  v1::SubmitReply r;
+  r.set_current_version(version_);
+  if (h.protocol_version() != kProtocolVersion)
+    return reject(key, "protocol version " + std::to_string(h.protocol_version()) + ", coordinator speaks " +
+                           std::to_string(kProtocolVersion), false);
+  if (!session_ok(h.name(), h.session())) {
+    r.set_accepted(false);
+    r.set_reason("not joined (unknown session or lease expired); join again");
+    return r;
+  }
+  bytes_up_ += payload.size();
+  records_[h.name()].bytes_up += payload.size();
+  // Transport-level faults are not recorded under the update's key: a retry of the same update
+  // over a working connection must still be accepted.
+  if (h.declared_bytes() > max_update_bytes_)
+    return reject(key, "declared " + std::to_string(h.declared_bytes()) + " bytes, more than this run's maximum " +
+                           std::to_string(max_update_bytes_), false);
+  if (payload.size() > h.declared_bytes())
+    return reject(key, "payload larger than declared (" + std::to_string(h.declared_bytes()) + " bytes)", false);
+  if (payload.size() < h.declared_bytes())
+    return reject(key, "truncated upload: " + std::to_string(payload.size()) + " of " + std::to_string(h.declared_bytes()) +
+                           " declared bytes arrived", false);
+  // A retry (the ack was lost, or the coordinator restarted): answer what was decided then.
+  auto found = store_->ledger().find(key);
+  if (!found.is_ok()) return reject(key, "ledger: " + found.status().message(), false);
+  if (found.value()) {
+    const store::UpdateRow& row = *found.value();
+    r.set_duplicate(true);
+    r.set_accepted(row.state != store::UpdateState::kRejected);
+    r.set_reason(row.reason);
+    return r;
+  }
+  if (finished_) return reject(key, "the run has finished at version " + std::to_string(version_), true);
+  const Admission a = admit_update(rules_, version_, h.base_version(), h.n_samples());
+  if (!a.accepted) return reject(key, a.reason, true);
+  if (!decoded.is_ok()) return reject(key, decoded.status().message(), true);
+  if (auto st = check_same_layout(decoded.value(), theta_, "update " + key.str()); !st.is_ok())
+    return reject(key, st.message(), true);
+  if (auto st = store_->spool_update(key.str(), payload); !st.is_ok()) return reject(key, "spool: " + st.message(), false);
+  auto rec = store_->ledger().record_received(key, h.n_samples(), static_cast<int64_t>(payload.size()));
+  if (!rec.is_ok()) return reject(key, "ledger: " + rec.status().message(), false);
+  // Only now, with the bytes and the row on disk, does the update count (and get acknowledged).
+  if (auto st = acc_->add(decoded.value(), a.weight); !st.is_ok()) {
+    fatal_ = st;
+    return reject(key, "aggregate: " + st.message(), true);
+  }
+  round_keys_.emplace_back(key, a.weight);
+  round_staleness_.push_back(a.staleness);
+  round_rewards_.push_back(h.stats().reward_mean());
+  round_samples_ += h.n_samples();
+  ++round_.n_updates;
+  if (a.staleness == 0 && round_fresh_.insert(h.name()).second) ++round_.n_fresh_nodes;
+  r.set_accepted(true);
+  version_cv_.notify_all();  // wakes the round loop
+  return r;
+}
+
+Status Coordinator::close_round(CloseReason reason) {
+  const double t_start = mono_seconds();
+  MESHRL_ASSIGN_OR_RETURN(NamedTensors pg, acc_->finish());
+  MESHRL_ASSIGN_OR_RETURN(NamedTensors delta, outer_->step(pg));
+  NamedTensors compensated = ef_.compensate(delta);
+  const uint64_t seed = static_cast<uint64_t>(version_ + 1);
+  MESHRL_ASSIGN_OR_RETURN(std::string bytes, codec_->encode(compensated, seed));
+  MESHRL_ASSIGN_OR_RETURN(NamedTensors sent, codec_->decode(bytes, limits_, "broadcast"));
+  MESHRL_RETURN_IF_ERROR(ef_.update(compensated, sent));
+  {
+    torch::NoGradGuard no_grad;
+    MESHRL_RETURN_IF_ERROR(apply_delta(theta_, sent));
+  }
+  const std::string parent = hash_;
+  const std::string hash = content_hash(theta_);
+  const int64_t v = version_ + 1;
+  MESHRL_RETURN_IF_ERROR(store_->write_version(v, hash, parent, to_set(theta_), pack_outer_state(outer_->state(), ef_.residual()), bytes));
+  MESHRL_RETURN_IF_ERROR(store_->ledger().commit_round(v, hash, round_keys_, close_reason_name(reason)));
+  for (const auto& [k, w] : round_keys_) {
+    (void)store_->remove_spooled(k.str());
+    NodeRecord& nr = records_[k.node];
+    nr.name = k.node;
+    ++nr.updates_applied;
+  }
+  VersionReport rep;
+  rep.version = v;
+  rep.hash = hash;
+  rep.closed_by = close_reason_name(reason);
+  rep.n_updates = static_cast<int64_t>(round_keys_.size());
+  double st = 0, rw = 0;
+  for (int64_t s : round_staleness_) st += static_cast<double>(s);
+  for (double x : round_rewards_) rw += x;
+  rep.mean_staleness = round_staleness_.empty() ? 0 : st / static_cast<double>(round_staleness_.size());
+  rep.reward_mean = round_rewards_.empty() ? 0 : rw / static_cast<double>(round_rewards_.size());
+  rep.samples = round_samples_;
+  rep.broadcast_bytes = bytes.size();
+
+  version_ = v;
+  hash_ = hash;
+  weights_blob_.reset();
+  broadcasts_[v] = std::make_shared<const std::string>(std::move(bytes));
+  while (broadcasts_.size() > 8) broadcasts_.erase(broadcasts_.begin());
+  acc_ = std::make_unique<MeanAccumulator>();
+  round_keys_.clear();
+  round_staleness_.clear();
+  round_rewards_.clear();
+  round_fresh_.clear();
+  round_samples_ = 0;
+  round_ = {v, mono_seconds(), 0, 0};
+  if (version_ >= config_.mesh.rounds) {
+    finished_ = true;
+    // Acknowledged updates that no round will take are answered, not forgotten.
+    for (const store::UpdateRow& row : store_->ledger().pending())
+      (void)store_->ledger().mark_rejected(row.key, "the run finished at version " + std::to_string(version_));
+  }
+  rep.nodes_online = static_cast<int64_t>(members_.size());
+  rep.bytes_up = bytes_up_;
+  rep.bytes_down = bytes_down_;
+  rep.seconds = mono_seconds() - t0_;
+  log("version " + std::to_string(v) + " " + hash.substr(0, 12) + " closed by " + rep.closed_by + " with " +
+      std::to_string(rep.n_updates) + " update(s) in " + std::to_string(static_cast<int>(1000 * (mono_seconds() - t_start))) + " ms");
+  version_cv_.notify_all();
+  if (opts_.on_version) opts_.on_version(rep);
+  return Status::ok();
+}
+
+void Coordinator::round_loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stopping_) {
+    version_cv_.wait_for(lk, std::chrono::milliseconds(100));
+    if (stopping_) break;
+    const double now = mono_seconds();
+    expire_leases(now);
+    if (finished_ || fatal_) continue;
+    int64_t online = static_cast<int64_t>(members_.size());
+    if (now < grace_until_) {
+      std::set<std::string> known = expected_;
+      for (const auto& [name, m] : members_) known.insert(name);
+      online = static_cast<int64_t>(known.size());
+    }
+    const CloseReason why = should_close(rules_, round_, online, now);
+    if (why == CloseReason::kOpen) continue;
+    if (Status st = close_round(why); !st.is_ok()) {
+      // theta, the outer state and the residual may be half-updated: stop, and let --resume redo
+      // the round from the durable version and the spooled updates.
+      fatal_ = st;
+      log("FATAL: closing round " + std::to_string(version_ + 1) + " failed: " + st.message() + "; restart with --resume");
+      version_cv_.notify_all();
+    }
+  }
+}
+
+std::optional<v1::VersionAnnouncement> Coordinator::wait_version(int64_t after, double timeout_s) {
+  std::unique_lock<std::mutex> lk(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!stopping_ && !fatal_ && version_ <= after && !finished_) {
+    if (version_cv_.wait_until(lk, deadline) == std::cv_status::timeout) break;
+  }
+  if (stopping_ || fatal_ || (version_ <= after && !finished_)) return std::nullopt;
+  v1::VersionAnnouncement a;
+  a.set_version(version_);
+  a.set_hash(hash_);
+  a.set_finished(finished_);
+  return a;
+}
+
+bool Coordinator::finished() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return finished_;
+}
+
+bool Coordinator::all_nodes_gone() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!members_.empty()) return false;
+  // Nodes of this run that have not said goodbye may be reconnecting (after our own restart).
+  // (The caller gives up waiting after a linger time: a node may also be gone for good.)
+  for (const auto* names : {&expected_, &ever_joined_})
+    for (const std::string& name : *names)
+      if (!records_.count(name) || !records_.at(name).left) return false;
+  return true;
+}
+
+int64_t Coordinator::version() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return version_;
+}
+
+std::string Coordinator::hash() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return hash_;
+}
+
+std::map<std::string, NodeRecord> Coordinator::nodes() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return records_;
+}
+
+uint64_t Coordinator::bytes_up() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return bytes_up_;
+}
+
+uint64_t Coordinator::bytes_down() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return bytes_down_;
+}
+
+uint64_t Coordinator::bytes_down_full() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return bytes_down_full_;
+}
+
+std::optional<Status> Coordinator::fatal() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return fatal_;
+}
+
+Result<double> Coordinator::evaluate_current(int64_t n_eval) {
+  std::lock_guard<std::mutex> lk(mu_);
+  rl::EvalOptions o;
+  const auto& e = config_.run.eval;
+  o.n_problems = n_eval > 0 ? n_eval : e.n_eval;
+  o.pass_k = 1;
+  o.max_new_tokens = e.max_new_tokens > 0 ? e.max_new_tokens : config_.run.grpo.max_new_tokens;
+  o.batch_size = e.batch_size;
+  o.seed = config_.run.grpo.seed;
+  o.stop_ids = policy_.stop_ids;
+  MESHRL_ASSIGN_OR_RETURN(rl::EvalResult r, rl::evaluate(*policy_.model, *policy_.tokenizer, *task_, o));
+  return r.pass_at_1;
+}
+
+}  // namespace meshrl::mesh

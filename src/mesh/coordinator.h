@@ -1,0 +1,205 @@
+// Coordinator: the one process of a run that holds the global weights theta_v, the outer
+// optimizer and the round, admits nodes, validates and aggregates their updates, and publishes
+// each new version durably (store/run_store.h) before announcing it. Transport-free: the gRPC
+// service (src/rpc/coordinator_service.cpp) and tests call these methods with the protocol's
+// messages (proto/meshrl.proto) and send back what they return. Thread-safe (one mutex).
+//
+// One round, sync mode (round.h decides when it closes):
+//   submit: protocol, session, sizes -> ledger lookup (a retry gets the recorded outcome) ->
+//           staleness admission -> decode + layout check (refusals written to the ledger) ->
+//           spool (fsync) -> ledger.record_received -> accumulate (weight = samples x staleness)
+//           -> ack
+//   close:  weighted mean -> outer Nesterov step -> delta + error-feedback residual -> encode
+//           (the run's codec) -> decode -> apply exactly the decoded delta to theta -> hash ->
+//           store.write_version -> ledger.commit_round -> announce (WatchVersions)
+// In async mode a round closes as soon as one update is in. A crash anywhere resumes (resume())
+// at the ledger's current version with every still-pending update re-aggregated.
+#pragma once
+
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+#include "meshrl.pb.h"
+#include "mesh/aggregate.h"
+#include "mesh/codec.h"
+#include "mesh/error_feedback.h"
+#include "mesh/mesh_config.h"
+#include "mesh/named_tensors.h"
+#include "mesh/outer_optimizer.h"
+#include "mesh/round.h"
+#include "rollout/policy.h"
+#include "store/run_store.h"
+#include "tasks/task.h"
+
+namespace meshrl::mesh {
+
+namespace v1 = ::meshrl::v1;
+
+// What the coordinator reports after each version (progress lines, the demo's summary).
+struct VersionReport {
+  int64_t version = 0;
+  std::string hash;
+  std::string closed_by;           // quorum, deadline, async
+  int64_t n_updates = 0;
+  double mean_staleness = 0;
+  double reward_mean = 0;          // mean of the applied updates' reported rewards
+  int64_t samples = 0;             // completions behind the applied updates
+  int64_t nodes_online = 0;
+  uint64_t bytes_up = 0;           // cumulative update payload bytes received
+  uint64_t bytes_down = 0;         // cumulative weights + broadcast bytes served
+  uint64_t broadcast_bytes = 0;    // this version's encoded delta
+  std::optional<double> pass_at_1; // when evaluated at this version
+  double seconds = 0;              // since the coordinator started
+};
+
+struct NodeRecord {
+  std::string name;
+  int64_t updates_applied = 0;
+  int64_t updates_rejected = 0;
+  int64_t samples_applied = 0;
+  uint64_t bytes_up = 0;
+  uint64_t bytes_down = 0;
+  v1::NodeProgress last_progress;  // from its last heartbeat or leave
+  bool left = false;               // left cleanly after the run finished
+};
+
+struct CoordinatorOptions {
+  std::filesystem::path run_dir;
+  bool resume = false;             // open run_dir (else create a new run there)
+  MeshRunConfig config;            // ignored on resume: the run's own config is read back
+  std::function<void(const std::string&)> log;
+  std::function<void(const VersionReport&)> on_version;
+};
+
+class Coordinator {
+ public:
+  // New run: SFT warm start (cached), initial weights = version 0, run directory created.
+  // Resume: reopens run_dir at the ledger's current version and re-aggregates pending updates.
+  static Result<std::unique_ptr<Coordinator>> start(CoordinatorOptions options);
+  ~Coordinator();  // stop()
+
+  v1::JoinReply join(const v1::JoinRequest& req, const std::string& peer);
+  v1::HeartbeatReply heartbeat(const v1::HeartbeatRequest& req);
+  v1::LeaveReply leave(const v1::LeaveRequest& req);
+
+  // An encoded blob (weights of a version, or the delta version-1 -> version) and the content
+  // hash of the weights at that version. Refused (kInvalidArgument, a reason for the node) on an
+  // unknown session or version.
+  struct Blob {
+    std::shared_ptr<const std::string> bytes;
+    int64_t version = 0;
+    std::string hash;
+  };
+  Result<Blob> weights(const std::string& name, uint64_t session, int64_t version);
+  Result<Blob> broadcast(const std::string& name, uint64_t session, int64_t version);
+  // Bytes actually sent of a blob (the service counts what it streams); full = weights, else a broadcast.
+  void count_bytes_down(const std::string& name, uint64_t n, bool full);
+
+  // Largest payload an update of this run may declare (its fp32 size plus headroom).
+  uint64_t max_update_bytes() const { return max_update_bytes_; }
+  // `payload` as received: larger than declared or shorter (a truncated upload) is refused here.
+  v1::SubmitReply submit(const v1::UpdateHeader& header, const std::string& payload);
+
+  // The current announcement at once when version > after_version or finished, else waits up to
+  // timeout_s for a new version. Returns nullopt on timeout or stop().
+  std::optional<v1::VersionAnnouncement> wait_version(int64_t after_version, double timeout_s);
+
+  bool finished() const;
+  // Every node that joined has left, or its lease expired (the run can shut down).
+  bool all_nodes_gone() const;
+  int64_t version() const;
+  std::string hash() const;
+  const std::string& run_id() const { return run_id_; }
+  const MeshRunConfig& config() const { return config_; }
+  int64_t param_count() const { return param_count_; }
+  std::map<std::string, NodeRecord> nodes() const;
+  uint64_t bytes_up() const;
+  uint64_t bytes_down() const;
+  uint64_t bytes_down_full() const;  // the part of bytes_down that was full weights (joins, re-syncs)
+  store::RunStore& store() { return *store_; }
+  // A fatal error (disk) stopped the round loop; the process should exit and be resumed.
+  std::optional<Status> fatal() const;
+
+  // Held-out pass@1 of the current weights with the run's [eval] options (n_eval problems).
+  Result<double> evaluate_current(int64_t n_eval);
+
+  void stop();
+
+ private:
+  Coordinator() = default;
+  struct Member {
+    uint64_t session = 0;
+    double last_seen = 0;
+    double joined_at = 0;
+  };
+  Status init_new(CoordinatorOptions& o);
+  Status init_resume(CoordinatorOptions& o);
+  Status load_common(const std::string& spec);
+  Status readmit_pending();
+  void round_loop();
+  Status close_round(CloseReason reason);            // under mu_
+  void expire_leases(double now);                    // under mu_
+  bool session_ok(const std::string& name, uint64_t session);  // under mu_; renews the lease
+  v1::SubmitReply reject(const store::UpdateKey& key, const std::string& reason, bool record);  // under mu_
+  v1::Manifest manifest() const;                     // under mu_
+  void log(const std::string& line) const;
+
+  CoordinatorOptions opts_;
+  MeshRunConfig config_;
+  RoundRules rules_;
+  std::string run_id_, model_spec_, model_config_json_, model_config_hash_, tokenizer_hash_;
+  int64_t param_count_ = 0;
+  uint64_t max_update_bytes_ = 0;
+  UpdateDecodeLimits limits_;
+  std::unique_ptr<store::RunStore> store_;
+  rollout::Policy policy_;                  // theta_ are views into its parameters
+  std::shared_ptr<const tasks::Task> task_;
+  NamedTensors theta_;
+  std::unique_ptr<OuterOptimizer> outer_;
+  ErrorFeedback ef_;
+  std::unique_ptr<UpdateCodec> codec_;
+  std::unique_ptr<UpdateCodec> weights_codec_;  // fp32, no zstd
+
+  mutable std::mutex mu_;
+  std::condition_variable version_cv_;
+  int64_t version_ = 0;
+  std::string hash_;
+  bool finished_ = false;
+  bool stopping_ = false;
+  std::optional<Status> fatal_;
+  std::shared_ptr<const std::string> weights_blob_;  // encoded theta at version_ (lazy)
+  std::map<int64_t, std::shared_ptr<const std::string>> broadcasts_;  // recent ones
+  std::map<std::string, Member> members_;
+  std::map<std::string, NodeRecord> records_;
+  std::set<std::string> ever_joined_;
+  // After a resume, the nodes of the last round count towards the quorum until they are back or
+  // a lease has passed: otherwise the first node to reconnect would close rounds on its own.
+  std::set<std::string> expected_;
+  double grace_until_ = 0;
+  // The open round.
+  OpenRound round_;
+  std::unique_ptr<MeanAccumulator> acc_;
+  std::vector<std::pair<store::UpdateKey, double>> round_keys_;
+  std::vector<int64_t> round_staleness_;
+  std::vector<double> round_rewards_;
+  int64_t round_samples_ = 0;
+  std::set<std::string> round_fresh_;
+  uint64_t bytes_up_ = 0, bytes_down_ = 0, bytes_down_full_ = 0;
+  double t0_ = 0;
+  std::thread loop_;
+};
+
+// Seconds on a monotonic clock (leases, deadlines).
+double mono_seconds();
+
+}  // namespace meshrl::mesh

@@ -1,0 +1,217 @@
+// The [mesh] section and the mesh run file. See mesh_config.h.
+#include "mesh/mesh_config.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <variant>
+
+#include <toml++/toml.h>
+
+#include "core/file_io.h"
+
+namespace meshrl::mesh {
+namespace {
+
+using FieldRef = std::variant<int64_t*, uint64_t*, double*, bool*, std::string*>;
+struct Field {
+  const char* key;
+  FieldRef ref;
+};
+
+// The single list of [mesh] keys: parsing, overrides and writing all walk it.
+std::vector<Field> fields_of(MeshSection& m) {
+  return {
+      {"rounds", &m.rounds},           {"inner_steps", &m.inner_steps},
+      {"mode", &m.mode},               {"quorum", &m.quorum},
+      {"round_deadline_s", &m.round_deadline_s}, {"max_staleness", &m.max_staleness},
+      {"outer_lr", &m.outer_lr},       {"outer_momentum", &m.outer_momentum},
+      {"outer_nesterov", &m.outer_nesterov}, {"codec", &m.codec},
+      {"block_size", &m.block_size},   {"zstd_level", &m.zstd_level},
+      {"lease_s", &m.lease_s},         {"heartbeat_s", &m.heartbeat_s},
+      {"eval_every_rounds", &m.eval_every_rounds}, {"n_eval", &m.n_eval},
+      {"overlap", &m.overlap},         {"seed", &m.seed},
+  };
+}
+
+std::string where(const std::string& source, const std::string& key) { return source + ": [mesh] " + key; }
+
+Status set_from_toml(const Field& f, const toml::node& n, const std::string& source) {
+  auto wrong = [&](const char* expected) { return invalid_argument(where(source, f.key) + " must be " + expected); };
+  return std::visit(
+      [&](auto* p) -> Status {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          if (!n.is_integer()) return wrong("an integer");
+          *p = n.as_integer()->get();
+        } else if constexpr (std::is_same_v<T, uint64_t>) {
+          if (!n.is_integer() || n.as_integer()->get() < 0) return wrong("a non-negative integer");
+          *p = static_cast<uint64_t>(n.as_integer()->get());
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (n.is_integer()) *p = static_cast<double>(n.as_integer()->get());
+          else if (n.is_floating_point() && std::isfinite(n.as_floating_point()->get())) *p = n.as_floating_point()->get();
+          else return wrong("a finite number");
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (!n.is_boolean()) return wrong("true or false");
+          *p = n.as_boolean()->get();
+        } else {
+          if (!n.is_string()) return wrong("a string");
+          *p = n.as_string()->get();
+        }
+        return Status::ok();
+      },
+      f.ref);
+}
+
+Status set_from_text(const Field& f, const std::string& text, const std::string& source) {
+  auto wrong = [&](const char* expected) {
+    return invalid_argument(where(source, f.key) + " (command line) must be " + expected + ", got '" + text + "'");
+  };
+  return std::visit(
+      [&](auto* p) -> Status {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>) {
+          T v{};
+          auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+          if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return wrong("an integer");
+          *p = v;
+        } else if constexpr (std::is_same_v<T, double>) {
+          char* end = nullptr;
+          const double v = std::strtod(text.c_str(), &end);
+          if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return wrong("a finite number");
+          *p = v;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (text != "true" && text != "false") return wrong("true or false");
+          *p = text == "true";
+        } else {
+          *p = text;
+        }
+        return Status::ok();
+      },
+      f.ref);
+}
+
+std::string fmt_double(double v) {
+  for (int p = 1; p <= 17; ++p) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*g", p, v);
+    if (std::strtod(b, nullptr) == v) return b;
+  }
+  return std::to_string(v);
+}
+
+}  // namespace
+
+Status validate_mesh_section(const MeshSection& m, const std::string& s) {
+  auto bad = [&](const char* key, const std::string& what, const std::string& got) {
+    return invalid_argument(where(s, key) + " must be " + what + ", got " + got);
+  };
+  if (m.rounds < 1 || m.rounds > 1'000'000) return bad("rounds", "in [1, 1000000]", std::to_string(m.rounds));
+  if (m.inner_steps < 1 || m.inner_steps > 100'000) return bad("inner_steps", "in [1, 100000]", std::to_string(m.inner_steps));
+  if (m.mode != "sync" && m.mode != "async") return bad("mode", "sync or async", "\"" + m.mode + "\"");
+  if (!(m.quorum > 0 && m.quorum <= 1)) return bad("quorum", "in (0, 1]", fmt_double(m.quorum));
+  if (!(m.round_deadline_s > 0)) return bad("round_deadline_s", "> 0", fmt_double(m.round_deadline_s));
+  if (m.max_staleness < 0 || m.max_staleness > 1000) return bad("max_staleness", "in [0, 1000]", std::to_string(m.max_staleness));
+  if (!(m.outer_lr > 0 && m.outer_lr <= 10)) return bad("outer_lr", "in (0, 10]", fmt_double(m.outer_lr));
+  if (!(m.outer_momentum >= 0 && m.outer_momentum < 1)) return bad("outer_momentum", "in [0, 1)", fmt_double(m.outer_momentum));
+  if (m.codec != "int8" && m.codec != "int4" && m.codec != "fp32") return bad("codec", "int8, int4 or fp32", "\"" + m.codec + "\"");
+  if (m.block_size < 1 || m.block_size > 65536) return bad("block_size", "in [1, 65536]", std::to_string(m.block_size));
+  if (m.zstd_level < 0 || m.zstd_level > 19) return bad("zstd_level", "in [0, 19]", std::to_string(m.zstd_level));
+  if (!(m.lease_s > 0)) return bad("lease_s", "> 0", fmt_double(m.lease_s));
+  if (!(m.heartbeat_s > 0 && m.heartbeat_s < m.lease_s)) return bad("heartbeat_s", "in (0, lease_s)", fmt_double(m.heartbeat_s));
+  if (m.eval_every_rounds < 0) return bad("eval_every_rounds", ">= 0", std::to_string(m.eval_every_rounds));
+  if (m.n_eval < 0 || m.n_eval > 100000) return bad("n_eval", "in [0, 100000]", std::to_string(m.n_eval));
+  return Status::ok();
+}
+
+Result<MeshRunConfig> parse_mesh_run_config(const std::string& text, const std::string& source,
+                                            const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return invalid_argument(source + ":" + std::to_string(e.source().begin.line) + ":" +
+                            std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+  }
+  MeshRunConfig c;
+  auto fields = fields_of(c.mesh);
+  if (const toml::node* mesh = root.get("mesh")) {
+    if (!mesh->is_table()) return invalid_argument(source + ": 'mesh' must be a [mesh] section table");
+    for (auto&& [k, v] : *mesh->as_table()) {
+      const std::string key(k.str());
+      const Field* f = nullptr;
+      for (const Field& x : fields)
+        if (key == x.key) f = &x;
+      if (!f) return invalid_argument(source + ": [mesh] unknown key '" + key + "'; see configs/README.md");
+      MESHRL_RETURN_IF_ERROR(set_from_toml(*f, v, source));
+    }
+    root.erase("mesh");
+  }
+  // Split overrides: --mesh.* here, the rest to the run config.
+  std::vector<std::string> run_overrides;
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    std::string a = overrides[i];
+    if (a.rfind("--", 0) == 0) a = a.substr(2);
+    if (a.rfind("mesh.", 0) != 0) {
+      run_overrides.push_back(overrides[i]);
+      continue;
+    }
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos) return invalid_argument("command line: '" + overrides[i] + "' is not an override; write --mesh.key=value");
+    const std::string key = a.substr(5, eq - 5), value = a.substr(eq + 1);
+    const Field* f = nullptr;
+    for (const Field& x : fields)
+      if (key == x.key) f = &x;
+    if (!f) return invalid_argument(source + ": [mesh] unknown key '" + key + "' (command line); see configs/README.md");
+    MESHRL_RETURN_IF_ERROR(set_from_text(*f, value, source));
+  }
+  MESHRL_RETURN_IF_ERROR(validate_mesh_section(c.mesh, source));
+  // The rest is an ordinary run file; re-serialising it loses line numbers only for range errors,
+  // which name section and key anyway (syntax errors were reported above with their line).
+  std::ostringstream os;
+  // Basic strings only (no flags): toml++'s default would write "\n" as a multi-line literal whose
+  // first newline TOML readers trim (see rl/run_config.cpp), so a stop string would not read back.
+  os << toml::toml_formatter(root, toml::format_flags::none);
+  MESHRL_ASSIGN_OR_RETURN(c.run, rl::parse_run_config(os.str(), source, run_overrides));
+  return c;
+}
+
+Result<MeshRunConfig> load_mesh_run_config(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  auto text = read_file(path, uint64_t{1} << 20);
+  if (!text.is_ok()) return Status(text.status().code(), "[run config] " + text.status().message());
+  return parse_mesh_run_config(text.value(), path.filename().string(), overrides);
+}
+
+nlohmann::json mesh_section_to_json(const MeshSection& m) {
+  MeshSection copy = m;
+  nlohmann::json j = nlohmann::json::object();
+  for (const Field& f : fields_of(copy)) std::visit([&](auto* p) { j[f.key] = *p; }, f.ref);
+  return j;
+}
+
+std::string mesh_run_config_to_toml(const MeshRunConfig& c) {
+  std::ostringstream os;
+  os << rl::run_config_to_toml(c.run) << "\n[mesh]\n";
+  MeshSection copy = c.mesh;
+  for (const Field& f : fields_of(copy)) {
+    os << f.key << " = ";
+    std::visit(
+        [&](auto* p) {
+          using T = std::remove_pointer_t<decltype(p)>;
+          if constexpr (std::is_same_v<T, std::string>) os << nlohmann::json(*p).dump();
+          else if constexpr (std::is_same_v<T, bool>) os << (*p ? "true" : "false");
+          else if constexpr (std::is_same_v<T, double>) {
+            std::string d = fmt_double(*p);
+            if (d.find_first_of(".eEn") == std::string::npos) d += ".0";
+            os << d;
+          } else os << *p;
+        },
+        f.ref);
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace meshrl::mesh

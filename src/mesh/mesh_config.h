@@ -1,0 +1,58 @@
+// MeshSection: the [mesh] section of a run file (rounds, inner steps, sync/async, quorum,
+// staleness, outer optimizer, codec, leases), and the loader of a whole mesh run file: the
+// [mesh] table is read here and everything else goes to rl::parse_run_config unchanged, so a
+// single-node run file and a mesh run file share every other key (configs/README.md).
+// Unknown keys, wrong types and out-of-range values are errors, as in rl/run_config.h.
+// Knows nothing about the network or tensors.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "rl/run_config.h"
+
+namespace meshrl::mesh {
+
+struct MeshSection {
+  int64_t rounds = 10;              // versions the coordinator publishes after the initial one
+  int64_t inner_steps = 4;          // H: GRPO steps a node runs between two updates
+  std::string mode = "sync";        // sync: rounds close at quorum or deadline; async: every update applied on arrival
+  double quorum = 1.0;              // sync: share of online nodes whose fresh update closes a round, in (0, 1]
+  double round_deadline_s = 600;    // sync: close with what has arrived this long after the round opened, > 0
+  int64_t max_staleness = 2;        // updates on base versions older than current - max_staleness are rejected
+  double outer_lr = 0.7;            // outer Nesterov SGD (DiLoCo defaults)
+  double outer_momentum = 0.9;
+  bool outer_nesterov = true;
+  std::string codec = "int8";       // pseudo-gradients and broadcasts: int8 | int4 | fp32
+  int64_t block_size = 256;         // values per quantisation scale
+  int64_t zstd_level = 3;           // 0 = no zstd
+  double lease_s = 30;              // a node silent this long is dropped, > 0
+  double heartbeat_s = 2;           // how often nodes renew their lease, > 0 and < lease_s
+  int64_t eval_every_rounds = 0;    // coordinator evaluates held-out pass@1 every N versions; 0 = never
+  int64_t n_eval = 0;               // problems in those evaluations; 0 = [eval] n_eval
+  bool overlap = true;              // async: nodes keep training while an update is in flight
+  uint64_t seed = 0;                // run seed: node seeds derive from (seed, node index)
+};
+
+struct MeshRunConfig {
+  rl::RunConfig run;
+  MeshSection mesh;
+};
+
+// As rl::parse_run_config, with a [mesh] section and "--mesh.key=value" overrides.
+Result<MeshRunConfig> parse_mesh_run_config(const std::string& toml_text, const std::string& source,
+                                            const std::vector<std::string>& overrides = {});
+Result<MeshRunConfig> load_mesh_run_config(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+
+Status validate_mesh_section(const MeshSection& m, const std::string& source);
+
+// Every key, as TOML (the whole run file, [mesh] included) and as JSON (for manifests and summaries).
+std::string mesh_run_config_to_toml(const MeshRunConfig& c);
+nlohmann::json mesh_section_to_json(const MeshSection& m);
+
+}  // namespace meshrl::mesh

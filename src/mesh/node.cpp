@@ -1,0 +1,563 @@
+// The node's loop. See node.h.
+#include "mesh/node.h"
+
+#include <chrono>
+#include <cstdio>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include <xxhash.h>
+
+#include "mesh/codec.h"
+#include "mesh/content_hash.h"
+#include "mesh/error_feedback.h"
+#include "mesh/mesh_config.h"
+#include "mesh/named_tensors.h"
+#include "mesh/policy_params.h"
+#include "mesh/protocol.h"
+#include "mesh/sharded_task.h"
+#include "model/device.h"
+#include "rl/trainer.h"
+#include "rollout/policy.h"
+
+namespace meshrl::mesh {
+
+nlohmann::json NodeReport::to_json() const {
+  return {{"final_version", final_version},       {"final_hash", final_hash},
+          {"inner_steps", inner_steps},           {"updates_sent", updates_sent},
+          {"updates_accepted", updates_accepted}, {"full_downloads", full_downloads},
+          {"broadcasts_applied", broadcasts_applied}, {"bytes_up", bytes_up},
+          {"bytes_down", bytes_down},             {"compute_seconds", compute_seconds},
+          {"wall_seconds", wall_seconds},
+          {"compute_share", wall_seconds > 0 ? compute_seconds / wall_seconds : 0.0}};
+}
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A refusal that retrying cannot fix: stop the node with the coordinator's reason.
+struct Fatal {
+  std::string reason;
+};
+
+class NodeRunner {
+ public:
+  NodeRunner(CoordinatorClient& c, const NodeOptions& o, const std::atomic<bool>* stop) : c_(c), o_(o), stop_ext_(stop) {}
+
+  Result<NodeReport> run() {
+    t0_ = now_s();
+    MESHRL_ASSIGN_OR_RETURN(v1::JoinReply j, join());
+    MESHRL_RETURN_IF_ERROR(setup(j.manifest()));
+    {
+      MESHRL_ASSIGN_OR_RETURN(Fetched f, full_download(j.manifest().current_version(), j.manifest().current_hash()));
+      rebase(std::move(f), /*first=*/true);
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ann_version_ = j.manifest().current_version();
+      ann_hash_ = j.manifest().current_hash();
+      ann_finished_ = j.manifest().finished();
+    }
+    std::thread hb([this] { heartbeat_loop(); });
+    std::thread watcher([this] { watch_loop(); });
+    Status st = main_loop();
+    quit_ = true;
+    cv_.notify_all();
+    hb.join();
+    watcher.join();
+    if (!st.is_ok()) return st;
+    // Wall time from the first inner step to the end: what compute_share is measured against
+    // (joining and the first download come before it).
+    rep_.wall_seconds = now_s() - t_train0_;
+    v1::LeaveRequest lr;
+    lr.set_name(o_.name);
+    lr.set_session(session_);
+    *lr.mutable_progress() = progress();
+    (void)c_.leave(lr);
+    log("left at version " + std::to_string(held_) + " hash " + held_hash_);
+    return rep_;
+  }
+
+ private:
+  void log(const std::string& s) const {
+    if (o_.log) o_.log(s);
+  }
+  bool stopping() const { return quit_ || (stop_ext_ && stop_ext_->load()); }
+
+  // Backoff sleep that wakes early on stop; fails once give_up_s passed without contact.
+  Status backoff(double& delay, const std::string& why) {
+    if (now_s() - last_contact_ > o_.give_up_s)
+      return io_error("[node " + o_.name + "] no contact with the coordinator for " + std::to_string(static_cast<int>(o_.give_up_s)) +
+                      " s: " + why);
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait_for(lk, std::chrono::duration<double>(delay), [this] { return stopping(); });
+    delay = std::min(delay * 2, o_.max_backoff_s);
+    if (stopping()) return io_error("[node " + o_.name + "] stopped");
+    return Status::ok();
+  }
+
+  Result<v1::JoinReply> join() {
+    v1::JoinRequest req;
+    req.set_protocol_version(kProtocolVersion);
+    req.set_name(o_.name);
+    req.set_device(o_.device);
+    req.set_threads(o_.threads);
+    req.set_tokens_per_s(tokens_per_s_);
+    req.set_run_id(run_id_);
+    req.set_model_config_hash(model_hash_);
+    double delay = 0.2;
+    last_contact_ = std::max(last_contact_.load(), now_s());
+    while (true) {
+      auto r = c_.join(req);
+      if (r.is_ok()) {
+        last_contact_ = now_s();
+        if (r.value().accepted()) {
+          session_ = r.value().session();
+          run_id_ = r.value().manifest().run_id();
+          log("joined run " + run_id_ + " at version " + std::to_string(r.value().manifest().current_version()));
+          return r;
+        }
+        const std::string& why = r.value().reason();
+        // A name still held by our own earlier session (we crashed) frees when its lease expires.
+        if (why.find("already joined") == std::string::npos)
+          return invalid_argument("[node " + o_.name + "] join refused: " + why);
+        log("join refused, retrying: " + why);
+      } else {
+        log("join: " + r.status().message());
+      }
+      MESHRL_RETURN_IF_ERROR(backoff(delay, r.is_ok() ? r.value().reason() : r.status().message()));
+    }
+  }
+
+  // Joins again unless another thread already did since `failed_session` was refused.
+  Status rejoin(uint64_t failed_session) {
+    std::lock_guard<std::mutex> lk(join_mu_);
+    if (session_ != failed_session) return Status::ok();
+    MESHRL_ASSIGN_OR_RETURN(v1::JoinReply j, join());
+    (void)j;
+    return Status::ok();
+  }
+
+  Status setup(const v1::Manifest& m) {
+    MESHRL_ASSIGN_OR_RETURN(cfg_, parse_mesh_run_config(m.run_config_toml(), "manifest", o_.overrides));
+    model::set_threads(o_.threads);
+    MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(o_.device));
+    const std::string spec = o_.model.empty() ? m.model_spec() : o_.model;
+    MESHRL_ASSIGN_OR_RETURN(rollout::Policy policy, rollout::load_policy(spec, device, cfg_.run.model.weight_seed));
+    model_hash_ = model_config_hash(policy.model->config());
+    if (model_hash_ != m.model_config_hash())
+      return invalid_argument("[node " + o_.name + "] model '" + spec + "' (config hash " + model_hash_ +
+                              ") is not this run's (" + m.model_config_hash() + "); pass the run's model with --model");
+    if (tokenizer_hash(*policy.tokenizer) != m.tokenizer_hash())
+      return invalid_argument("[node " + o_.name + "] the tokenizer of '" + spec + "' is not this run's");
+    MESHRL_ASSIGN_OR_RETURN(std::unique_ptr<tasks::Task> inner, tasks::make_task(cfg_.run.task));
+    auto task = std::make_shared<ShardedTask>(std::shared_ptr<const tasks::Task>(std::move(inner)), o_.shard_index, o_.shard_count);
+    rl::GrpoSection g = cfg_.run.grpo;
+    // Distinct prompts and samples per node: the run seed mixed with the node's name.
+    g.seed = XXH3_64bits_withSeed(o_.name.data(), o_.name.size(), g.seed ^ cfg_.mesh.seed);
+    trainer_ = std::make_unique<rl::GrpoTrainer>(std::move(policy), task, g, cfg_.run.eval);
+    params_ = trainable_parameters(*trainer_->policy().model);
+    CodecConfig cc;
+    cc.id = *codec_from_name(cfg_.mesh.codec);
+    cc.block_size = static_cast<uint32_t>(cfg_.mesh.block_size);
+    cc.zstd_level = static_cast<int>(cfg_.mesh.zstd_level);
+    MESHRL_ASSIGN_OR_RETURN(codec_, make_codec(cc));
+    limits_.max_decoded_bytes = static_cast<uint64_t>(params_.numel()) * 4;
+    limits_.max_tensors = static_cast<uint32_t>(params_.size());
+    overlap_ = cfg_.mesh.mode == "async" && cfg_.mesh.overlap;
+    log("task " + task->name() + ", " + std::to_string(params_.numel()) + " parameters, mode " + cfg_.mesh.mode +
+        (overlap_ ? " with overlap" : "") + ", H = " + std::to_string(cfg_.mesh.inner_steps));
+    return Status::ok();
+  }
+
+  // Runs a network call, rejoining on "not joined" and backing off on transport errors. Safe from
+  // several threads (the uploader and the fetcher run beside the trainer in overlap mode).
+  template <typename Call>
+  auto with_retry(const char* what, Call call) -> decltype(call()) {
+    double delay = 0.2;
+    while (true) {
+      const uint64_t used = session_;
+      auto r = call();
+      if (r.is_ok()) {
+        last_contact_ = now_s();
+        return r;
+      }
+      const Status& s = r.status();
+      if (s.code() == StatusCode::kInvalidArgument && is_not_joined(s.message())) {
+        log(std::string(what) + ": " + s.message());
+        MESHRL_RETURN_IF_ERROR(rejoin(used));
+        continue;
+      }
+      if (s.code() != StatusCode::kIoError) return s;
+      log(std::string(what) + ": " + s.message() + "; retrying");
+      MESHRL_RETURN_IF_ERROR(backoff(delay, s.message()));
+    }
+  }
+
+  // A verified version, ready to rebase onto.
+  struct Fetched {
+    NamedTensors theta;
+    int64_t version = -1;
+    std::string hash;
+  };
+
+  Result<Fetched> full_download(int64_t version, const std::string& expect_hash) {
+    MESHRL_ASSIGN_OR_RETURN(Download d, with_retry("download", [&] { return c_.download_weights(o_.name, session_, version); }));
+    {
+      std::lock_guard<std::mutex> lk(prog_mu_);
+      rep_.bytes_down += d.bytes.size();
+      ++rep_.full_downloads;
+    }
+    MESHRL_ASSIGN_OR_RETURN(NamedTensors w, decode_update(d.bytes, limits_, "weights v" + std::to_string(version)));
+    MESHRL_RETURN_IF_ERROR(check_same_layout(w, params_, "downloaded weights"));
+    const std::string h = content_hash(w);
+    if (h != d.hash || (!expect_hash.empty() && h != expect_hash))
+      return data_loss("[node " + o_.name + "] downloaded weights of version " + std::to_string(version) + " hash to " + h +
+                       ", the coordinator announced " + (expect_hash.empty() ? d.hash : expect_hash));
+    log("downloaded version " + std::to_string(version) + " (" + std::to_string(d.bytes.size() >> 10) + " KiB), hash ok");
+    return Fetched{std::move(w), version, h};
+  }
+
+  // Applies broadcasts from+1 .. version to a copy of `base` (the weights of `from`), checking each
+  // version's hash; falls back to a full download on any mismatch or failure. Touches no node
+  // state but counters, so it runs beside the trainer in overlap mode.
+  Result<Fetched> fetch(NamedTensors next, int64_t from, int64_t version, const std::string& hash) {
+    bool ok = version - from <= 16;  // far behind: one full download beats many deltas
+    std::string why = ok ? "" : "too far behind";
+    for (int64_t v = from + 1; ok && v <= version; ++v) {
+      auto d = with_retry("broadcast", [&] { return c_.get_broadcast(o_.name, session_, v); });
+      if (!d.is_ok()) {
+        ok = false;
+        why = d.status().message();
+        break;
+      }
+      auto delta = codec_->decode(d.value().bytes, limits_, "broadcast v" + std::to_string(v));
+      if (!delta.is_ok() || !apply_delta(next, delta.value()).is_ok()) {
+        ok = false;
+        why = delta.is_ok() ? "layout mismatch" : delta.status().message();
+        break;
+      }
+      const std::string h = content_hash(next);
+      const std::string& want = v == version ? hash : d.value().hash;
+      if (!want.empty() && h != want) {
+        ok = false;
+        why = "hash " + h + " after applying broadcast " + std::to_string(v) + ", expected " + want;
+        break;
+      }
+      std::lock_guard<std::mutex> lk(prog_mu_);
+      rep_.bytes_down += d.value().bytes.size();
+      ++rep_.broadcasts_applied;
+    }
+    if (ok) return Fetched{std::move(next), version, hash};
+    log("broadcast path failed (" + why + "); downloading full weights of version " + std::to_string(version));
+    return full_download(version, hash);
+  }
+
+  // local <- theta + (local - cut); cut, base <- theta. Main thread only.
+  void rebase(Fetched f, bool first) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (first) params_.tensors[i].copy_(f.theta.tensors[i]);
+      else params_.tensors[i].copy_(f.theta.tensors[i] + (params_.tensors[i] - cut_.tensors[i]));
+    }
+    base_ = std::move(f.theta);
+    cut_ = clone_named_tensors(base_);
+    held_ = f.version;
+    held_hash_ = f.hash;
+    std::lock_guard<std::mutex> lk(prog_mu_);
+    rep_.final_version = held_;
+    rep_.final_hash = held_hash_;
+  }
+
+  Status sync_to(int64_t version, const std::string& hash) {
+    if (version <= held_) return Status::ok();
+    MESHRL_ASSIGN_OR_RETURN(Fetched f, fetch(clone_named_tensors(base_), held_, version, hash));
+    rebase(std::move(f), false);
+    return Status::ok();
+  }
+
+  // H inner steps; returns samples and mean reward.
+  Status train_inner(int64_t& samples, double& reward) {
+    samples = 0;
+    reward = 0;
+    const int64_t H = cfg_.mesh.inner_steps;
+    for (int64_t s = 0; s < H && !stopping(); ++s) {
+      const double t = now_s();
+      MESHRL_ASSIGN_OR_RETURN(rl::StepMetrics m, trainer_->step());
+      record_step(m, now_s() - t);
+      samples += m.samples;
+      reward += m.reward_mean / static_cast<double>(H);
+    }
+    return Status::ok();
+  }
+
+  void record_step(const rl::StepMetrics& m, double dt) {
+    std::lock_guard<std::mutex> lk(prog_mu_);
+    rep_.compute_seconds += dt;
+    ++rep_.inner_steps;
+    last_reward_ = m.reward_mean;
+    tokens_per_s_ = m.tokens_per_s;
+  }
+
+  void add_idle(double dt) {
+    std::lock_guard<std::mutex> lk(prog_mu_);
+    idle_seconds_ += dt;
+  }
+
+  // An update cut from the local weights, encoded, with its header; sent by send().
+  struct Outgoing {
+    v1::UpdateHeader header;
+    std::string bytes;
+    double reward = 0;
+  };
+
+  // Cuts an update: cut - local plus the error-feedback residual, encoded with the run's codec;
+  // cut <- local. Main thread only (it owns cut_ and the residual).
+  Result<Outgoing> cut_update(int64_t samples, double reward) {
+    NamedTensors local = clone_named_tensors(params_);
+    MESHRL_ASSIGN_OR_RETURN(NamedTensors delta, subtract_named_tensors(cut_, local));
+    NamedTensors comp = ef_.compensate(delta);
+    // seq: microseconds since the epoch, so a restarted node never reuses an earlier key.
+    const int64_t seq = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    Outgoing out;
+    MESHRL_ASSIGN_OR_RETURN(out.bytes, codec_->encode(comp, static_cast<uint64_t>(seq)));
+    MESHRL_ASSIGN_OR_RETURN(NamedTensors sent, codec_->decode(out.bytes, limits_, "own update"));
+    MESHRL_RETURN_IF_ERROR(ef_.update(comp, sent));
+    cut_ = std::move(local);
+    v1::UpdateHeader& h = out.header;
+    h.set_protocol_version(kProtocolVersion);
+    h.set_name(o_.name);
+    h.set_base_version(held_);
+    h.set_seq(seq);
+    h.set_n_samples(samples);
+    h.set_declared_bytes(out.bytes.size());
+    h.mutable_stats()->set_reward_mean(reward);
+    h.mutable_stats()->set_inner_steps(cfg_.mesh.inner_steps);
+    out.reward = reward;
+    return out;
+  }
+
+  // Submits until the coordinator answers (retries keep the key, so it applies the update once).
+  Status send(Outgoing out) {
+    v1::UpdateHeader& h = out.header;
+    MESHRL_ASSIGN_OR_RETURN(v1::SubmitReply r, with_retry("submit", [&]() -> Result<v1::SubmitReply> {
+      h.set_session(session_);
+      auto x = c_.submit(h, out.bytes);
+      if (x.is_ok() && !x.value().accepted() && is_not_joined(x.value().reason())) return invalid_argument(x.value().reason());
+      return x;
+    }));
+    {
+      std::lock_guard<std::mutex> lk(prog_mu_);
+      ++rep_.updates_sent;
+      rep_.bytes_up += out.bytes.size();
+      if (r.accepted()) ++rep_.updates_accepted;
+    }
+    // The integration tests match these lines against the ledger (exactly once).
+    const std::string key = o_.name + ".v" + std::to_string(h.base_version()) + ".s" + std::to_string(h.seq());
+    char tail[96];
+    std::snprintf(tail, sizeof tail, ", %zu bytes, reward %.4f", out.bytes.size(), out.reward);
+    log("update " + key + (r.accepted() ? " acknowledged" : " rejected: " + r.reason()) + (r.duplicate() ? " (duplicate)" : "") + tail);
+    return Status::ok();
+  }
+
+  void announced(int64_t& v, std::string& h, bool& fin) {
+    std::lock_guard<std::mutex> lk(mu_);
+    v = ann_version_;
+    h = ann_hash_;
+    fin = ann_finished_;
+  }
+
+  // Blocks until the coordinator announces a version newer than `base` (or the end).
+  Status wait_for_version(int64_t base) {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!(stopping() || ann_version_ > base || ann_finished_)) {
+      cv_.wait_for(lk, std::chrono::seconds(1));
+      if (now_s() - last_contact_ > o_.give_up_s)
+        return io_error("[node " + o_.name + "] no contact with the coordinator for " +
+                        std::to_string(static_cast<int>(o_.give_up_s)) + " s");
+    }
+    return Status::ok();
+  }
+
+  // Sync (and async without overlap): train H steps, send, wait for the next version, rebase.
+  Status blocking_loop() {
+    while (!stopping()) {
+      int64_t av;
+      std::string ah;
+      bool fin;
+      announced(av, ah, fin);
+      if (av > held_) MESHRL_RETURN_IF_ERROR(sync_to(av, ah));
+      if (fin && held_ >= av) return Status::ok();
+      int64_t samples = 0;
+      double reward = 0;
+      MESHRL_RETURN_IF_ERROR(train_inner(samples, reward));
+      if (stopping()) break;
+      const int64_t base = held_;
+      MESHRL_ASSIGN_OR_RETURN(Outgoing out, cut_update(samples, reward));
+      const double t = now_s();
+      MESHRL_RETURN_IF_ERROR(send(std::move(out)));
+      MESHRL_RETURN_IF_ERROR(wait_for_version(base));
+      add_idle(now_s() - t);
+    }
+    return io_error("[node " + o_.name + "] stopped");
+  }
+
+  // Async with overlap: the trainer never waits for the network. At most one upload and one
+  // fetch run in the background; a fetched version is rebased onto between two inner steps.
+  Status overlap_loop() {
+    std::future<Status> upload;
+    std::future<Result<Fetched>> fetching;
+    int64_t fetching_version = -1;
+    int64_t samples = 0, steps = 0;
+    double reward = 0;
+    auto finish_upload = [&]() -> Status {
+      if (!upload.valid()) return Status::ok();
+      const double t = now_s();
+      Status st = upload.get();
+      add_idle(now_s() - t);
+      return st;
+    };
+    while (!stopping()) {
+      int64_t av;
+      std::string ah;
+      bool fin;
+      announced(av, ah, fin);
+      if (fetching.valid() && fetching.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        MESHRL_ASSIGN_OR_RETURN(Fetched f, fetching.get());
+        rebase(std::move(f), false);
+      }
+      if (fin && held_ >= av) {
+        if (fetching.valid()) (void)fetching.get();
+        return finish_upload();
+      }
+      if (!fetching.valid() && av > held_) {
+        fetching_version = av;
+        fetching = std::async(std::launch::async, [this, next = clone_named_tensors(base_), from = held_, av, ah]() mutable {
+          return fetch(std::move(next), from, av, ah);
+        });
+      }
+      if (fin) {  // the last version is announced: stop training, wait for it
+        if (fetching.valid()) {
+          const double t = now_s();
+          fetching.wait();
+          add_idle(now_s() - t);
+        }
+        continue;
+      }
+      const double t = now_s();
+      MESHRL_ASSIGN_OR_RETURN(rl::StepMetrics m, trainer_->step());
+      record_step(m, now_s() - t);
+      samples += m.samples;
+      reward += m.reward_mean;
+      if (++steps < cfg_.mesh.inner_steps) continue;
+      MESHRL_RETURN_IF_ERROR(finish_upload());  // one update in flight at a time
+      MESHRL_ASSIGN_OR_RETURN(Outgoing out, cut_update(samples, reward / static_cast<double>(steps)));
+      upload = std::async(std::launch::async, [this, o = std::move(out)]() mutable { return send(std::move(o)); });
+      samples = steps = 0;
+      reward = 0;
+    }
+    (void)fetching_version;
+    return io_error("[node " + o_.name + "] stopped");
+  }
+
+  Status main_loop() {
+    t_train0_ = now_s();
+    return overlap_ ? overlap_loop() : blocking_loop();
+  }
+
+  v1::NodeProgress progress() {
+    std::lock_guard<std::mutex> lk(prog_mu_);
+    v1::NodeProgress p;
+    p.set_version(rep_.final_version);
+    p.set_hash(rep_.final_hash);
+    p.set_inner_steps(rep_.inner_steps);
+    p.set_reward_mean(last_reward_);
+    p.set_compute_seconds(rep_.compute_seconds);
+    p.set_wall_seconds(now_s() - t0_);
+    return p;
+  }
+
+  void heartbeat_loop() {
+    while (!stopping()) {
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait_for(lk, std::chrono::duration<double>(cfg_.mesh.heartbeat_s), [this] { return stopping(); });
+      }
+      if (stopping()) break;
+      v1::HeartbeatRequest req;
+      req.set_name(o_.name);
+      req.set_session(session_);
+      *req.mutable_progress() = progress();
+      auto r = c_.heartbeat(req);
+      if (r.is_ok() && r.value().ok()) last_contact_ = now_s();
+      if (r.is_ok() && r.value().finished()) cv_.notify_all();
+    }
+  }
+
+  void watch_loop() {
+    while (!stopping()) {
+      Status s = c_.watch(o_.name, session_, [this](const v1::VersionAnnouncement& a) {
+        {
+          std::lock_guard<std::mutex> lk(mu_);
+          if (a.version() >= ann_version_) {
+            ann_version_ = a.version();
+            ann_hash_ = a.hash();
+            ann_finished_ = a.finished();
+          }
+        }
+        cv_.notify_all();
+        return !stopping();
+      });
+      if (stopping()) break;
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait_for(lk, std::chrono::milliseconds(s.is_ok() ? 100 : 500), [this] { return stopping(); });
+    }
+  }
+
+  CoordinatorClient& c_;
+  NodeOptions o_;
+  const std::atomic<bool>* stop_ext_;
+  std::atomic<bool> quit_{false};
+  std::atomic<uint64_t> session_{0};
+  std::string run_id_, model_hash_;
+  double t0_ = 0, t_train0_ = 0, idle_seconds_ = 0;
+  std::mutex join_mu_;
+  std::atomic<double> last_contact_{0};
+  double tokens_per_s_ = 0, last_reward_ = 0;
+
+  MeshRunConfig cfg_;
+  std::unique_ptr<rl::GrpoTrainer> trainer_;
+  NamedTensors params_;   // views into the trainer's model
+  NamedTensors base_;     // the held version's weights, bit-exact
+  NamedTensors cut_;      // local weights when the last update was cut (or base after a rebase)
+  std::unique_ptr<UpdateCodec> codec_;
+  UpdateDecodeLimits limits_;
+  ErrorFeedback ef_;
+  bool overlap_ = false;
+  int64_t held_ = -1;
+  std::string held_hash_;
+
+  std::mutex mu_;                 // the announcement, and the condition the loops sleep on
+  std::condition_variable cv_;
+  int64_t ann_version_ = -1;
+  std::string ann_hash_;
+  bool ann_finished_ = false;
+
+  std::mutex prog_mu_;
+  NodeReport rep_;
+};
+
+}  // namespace
+
+Result<NodeReport> run_node(CoordinatorClient& client, const NodeOptions& options, const std::atomic<bool>* stop) {
+  NodeRunner r(client, options, stop);
+  return r.run();
+}
+
+}  // namespace meshrl::mesh

@@ -1,0 +1,64 @@
+// Node: one machine of the mesh. Joins the coordinator, downloads the current version and checks
+// its hash, then loops: H inner GRPO steps on its own slice of the task (its data never leaves
+// it) -> pseudo-gradient (weights at the last cut minus local weights) + error feedback ->
+// encode -> SubmitUpdate -> the next version's broadcast -> apply -> verify the hash (full
+// re-download on mismatch) -> rebase local progress onto it. Reconnects and rejoins by itself
+// with backoff; a retried update keeps its key (name, base_version, seq), so the coordinator
+// applies it once. Transport-free: talks through CoordinatorClient.
+//
+// Rebase: with `cut` the local weights when the last update was cut (or the version's weights
+// after a rebase), a new version theta' turns local into theta' + (local - cut) and cut into
+// theta'. The next update is then cut - local: only progress not yet sent, never sent twice.
+// In sync mode (and async without overlap) the node waits for the next version after each
+// upload, so local == cut at the rebase; in async mode with overlap it keeps training while the
+// upload and the next version are in flight, and rebases between two inner steps.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "mesh/coordinator_client.h"
+
+namespace meshrl::mesh {
+
+struct NodeOptions {
+  std::string name;
+  std::string device = "cpu";
+  int threads = 1;
+  uint64_t shard_index = 0;            // this node's slice of the training problems...
+  uint64_t shard_count = 1;            // ...of this many (1 = the whole training split)
+  std::string model;                   // architecture + tokenizer; empty = the manifest's model_spec
+  std::vector<std::string> overrides;  // "--task.key=value" / "--grpo.key=value" on the run's config
+  double max_backoff_s = 5;            // reconnect backoff doubles from 0.2 s up to this
+  double give_up_s = 300;              // stop after this long without reaching the coordinator
+  std::function<void(const std::string&)> log;
+};
+
+struct NodeReport {
+  int64_t final_version = -1;
+  std::string final_hash;              // this node's own content hash of its final version
+  int64_t inner_steps = 0;
+  int64_t updates_sent = 0;
+  int64_t updates_accepted = 0;
+  int64_t full_downloads = 0;
+  int64_t broadcasts_applied = 0;
+  uint64_t bytes_up = 0, bytes_down = 0;
+  double compute_seconds = 0;          // in inner steps
+  double wall_seconds = 0;
+  nlohmann::json to_json() const;
+};
+
+// Runs until the coordinator announces the run finished (then leaves with its final hash) or
+// stop becomes true. Fails on a refusal that retrying cannot fix (another protocol, run or
+// model; a duplicate name for longer than give_up_s) or on losing the coordinator for give_up_s.
+Result<NodeReport> run_node(CoordinatorClient& client, const NodeOptions& options, const std::atomic<bool>* stop = nullptr);
+
+}  // namespace meshrl::mesh

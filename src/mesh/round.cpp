@@ -1,0 +1,54 @@
+// The round rules. See round.h.
+#include "mesh/round.h"
+
+#include <cmath>
+
+#include "mesh/aggregate.h"
+
+namespace meshrl::mesh {
+
+Admission admit_update(const RoundRules& r, int64_t v, int64_t b, int64_t n_samples) {
+  Admission a;
+  a.staleness = v - b;
+  if (b > v) {
+    a.reason = "base version " + std::to_string(b) + " does not exist yet (current is " + std::to_string(v) + ")";
+    return a;
+  }
+  if (b < 0 || a.staleness > r.max_staleness) {
+    a.reason = "base version " + std::to_string(b) + " is too old: current is " + std::to_string(v) +
+               ", max_staleness " + std::to_string(r.max_staleness) + "; download the current version";
+    return a;
+  }
+  if (n_samples < 1) {
+    a.reason = "n_samples must be >= 1, got " + std::to_string(n_samples);
+    return a;
+  }
+  a.accepted = true;
+  a.weight = static_cast<double>(n_samples) * staleness_weight(a.staleness, r.max_staleness);
+  return a;
+}
+
+const char* close_reason_name(CloseReason r) {
+  switch (r) {
+    case CloseReason::kOpen: return "open";
+    case CloseReason::kQuorum: return "quorum";
+    case CloseReason::kDeadline: return "deadline";
+    case CloseReason::kAsync: return "async";
+  }
+  return "?";
+}
+
+int64_t quorum_count(double quorum, int64_t nodes_online) {
+  const int64_t q = static_cast<int64_t>(std::ceil(quorum * static_cast<double>(nodes_online) - 1e-9));
+  return q < 1 ? 1 : q;
+}
+
+CloseReason should_close(const RoundRules& r, const OpenRound& round, int64_t nodes_online, double now_s) {
+  if (round.n_updates == 0) return CloseReason::kOpen;
+  if (r.mode == RoundMode::kAsync) return CloseReason::kAsync;
+  if (round.n_fresh_nodes >= quorum_count(r.quorum, nodes_online)) return CloseReason::kQuorum;
+  if (now_s - round.opened_at_s >= r.deadline_s) return CloseReason::kDeadline;
+  return CloseReason::kOpen;
+}
+
+}  // namespace meshrl::mesh

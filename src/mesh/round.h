@@ -1,0 +1,52 @@
+// The round rules of the coordinator, as pure functions of numbers so they are unit-tested
+// without a network, a clock or tensors (tests/unit/mesh/test_round.cpp):
+//   - admit_update: may an update on base version b enter the round open on version v, and with
+//     what weight (its samples times the staleness weight 1/sqrt(1 + (v - b)))?
+//   - should_close: does the open round close now (sync: quorum of fresh updates, or the deadline
+//     with at least one update; async: as soon as any update is in)?
+// Late updates in sync mode (base < v, a slow node) are not lost: they enter the next open round
+// with their staleness weight, or are refused past max_staleness.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace meshrl::mesh {
+
+enum class RoundMode { kSync, kAsync };
+
+struct RoundRules {
+  RoundMode mode = RoundMode::kSync;
+  double quorum = 1.0;          // share of online nodes, (0, 1]
+  double deadline_s = 600;      // seconds after the round opened
+  int64_t max_staleness = 2;
+};
+
+struct Admission {
+  bool accepted = false;
+  std::string reason;           // when refused
+  int64_t staleness = 0;        // v - b
+  double weight = 0;            // n_samples * staleness weight
+};
+
+// current_version v is the version the open round started from. Refuses b > v (a version that
+// does not exist yet), b < v - max_staleness (too old), n_samples < 1.
+Admission admit_update(const RoundRules& rules, int64_t current_version, int64_t base_version, int64_t n_samples);
+
+struct OpenRound {
+  int64_t version = 0;          // the round builds version + 1 from this one
+  double opened_at_s = 0;       // on the caller's clock
+  int64_t n_updates = 0;        // admitted so far, stale ones included
+  int64_t n_fresh_nodes = 0;    // distinct nodes whose update is on `version` itself
+};
+
+enum class CloseReason { kOpen, kQuorum, kDeadline, kAsync };
+const char* close_reason_name(CloseReason r);  // "open", "quorum", "deadline", "async"
+
+// Fresh updates needed to close a sync round: ceil(quorum * nodes_online), at least 1.
+int64_t quorum_count(double quorum, int64_t nodes_online);
+
+// Never closes an empty round (there is nothing to build a version from).
+CloseReason should_close(const RoundRules& rules, const OpenRound& round, int64_t nodes_online, double now_s);
+
+}  // namespace meshrl::mesh

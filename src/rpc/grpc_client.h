@@ -1,0 +1,25 @@
+// The gRPC implementation of CoordinatorClient (mesh/coordinator_client.h): one channel to the
+// coordinator (or to a link-emulator port in front of it), explicit message size limits, a
+// deadline on every call, chunked uploads and resumable chunked downloads.
+// Knows nothing about training or the round logic.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "mesh/coordinator_client.h"
+
+namespace meshrl::rpc {
+
+struct ChannelOptions {
+  std::string target;          // host:port
+  bool insecure = true;        // plaintext; else TLS with the files below
+  std::string ca_cert;         // PEM file of the CA that signed the coordinator's certificate
+  std::string client_cert;     // optional (mutual TLS is a later issue): PEM certificate + key
+  std::string client_key;
+};
+
+Result<std::unique_ptr<mesh::CoordinatorClient>> make_grpc_client(const ChannelOptions& options);
+
+}  // namespace meshrl::rpc

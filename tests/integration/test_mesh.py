@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Mesh integration tests: real processes on loopback (coordinator, nodes, link emulator), tiny
+model, seeded, bounded in time. One case per ctest entry:
+    python3 tests/integration/test_mesh.py --meshrl build-mesh/meshrl --case four_nodes
+Cases: four_nodes, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes.
+MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mesh_harness import Mesh  # noqa: E402
+
+CITIES = ["paris", "zurich", "dublin", "toronto"]
+
+
+def four_nodes(meshrl):
+    """Four city nodes behind the four-cities link emulator complete the rounds; every node ends
+    on the coordinator's final hash; nothing acknowledged is lost."""
+    m = Mesh(meshrl, "four", ["--mesh.rounds=3"])
+    m.start_coordinator()
+    ports = m.start_emulator()
+    for i, c in enumerate(CITIES):
+        m.start_node(c, port=ports[c], shard=f"{i}/4")
+    for c in CITIES:
+        m.wait_exit(c, 240)
+    assert m.version() == 3, m.version()
+    m.check_hashes(CITIES)
+    m.check_exactly_once(CITIES)
+    m.close()
+
+
+def node_killed(meshrl):
+    """A node SIGKILLed mid-round does not stop the round (its lease expires, quorum shrinks),
+    and it rejoins under its name and ends on the final hash."""
+    names = ["paris", "zurich", "dublin"]
+    m = Mesh(meshrl, "killed", ["--mesh.rounds=4", "--mesh.lease_s=3"])
+    m.start_coordinator()
+    for n in names:
+        m.start_node(n)
+    m.wait_for(lambda: m.version() >= 1, 120, "version 1")
+    m.wait_for(lambda: m.pending() >= 1, 60, "round 2 under way")
+    m.kill("dublin")
+    # If dublin's update of this round slipped in before the kill, that round closes with it;
+    # the next one can only close once dublin's lease has expired and the quorum shrinks to 2.
+    v = m.version() + 1
+    m.wait_for(lambda: m.version() >= v + 1, 60, f"version {v + 1}, built without dublin")
+    without = m.query(f"select count(*) from updates where node = 'dublin' and applied_version = {v + 1}")[0][0]
+    assert without == 0, "dublin was killed, yet contributed to a later version"
+    events = [e for (e,) in m.query("select event from node_events where node = 'dublin'")]
+    assert "lease_expired" in events, events
+    m.start_node("dublin")
+    for n in names:
+        m.wait_exit(n, 180)
+    events = [e for (e,) in m.query("select event from node_events where node = 'dublin'")]
+    assert "rejoin" in events, events
+    m.check_hashes(names)
+    m.check_exactly_once(names)
+    m.close()
+
+
+def late_joiner(meshrl):
+    """A node joining at version k downloads version k (hash-checked) and trains from it."""
+    m = Mesh(meshrl, "late", ["--mesh.rounds=4"])
+    m.start_coordinator()
+    for n in ["paris", "zurich"]:
+        m.start_node(n)
+    m.wait_for(lambda: m.version() >= 2, 120, "version 2")
+    m.start_node("toronto")
+    for n in ["paris", "zurich", "toronto"]:
+        m.wait_exit(n, 180)
+    log = m.read("toronto")
+    import re
+    k = int(re.search(r"joined run \w+ at version (\d+)", log).group(1))
+    assert k >= 2, log
+    assert f"downloaded version {k} " in log, log
+    bases = [b for (b,) in m.query("select base_version from updates where node = 'toronto'")]
+    assert bases and min(bases) >= k, bases
+    m.log(f"toronto joined at version {k}, its updates are on versions {sorted(set(bases))}")
+    m.check_hashes(["paris", "zurich", "toronto"])
+    m.check_exactly_once(["paris", "zurich", "toronto"])
+    m.close()
+
+
+def coordinator_crash(meshrl):
+    """The coordinator SIGKILLed between rounds and mid-round resumes (--resume) at its last
+    durable version: no acknowledged update lost or applied twice (checked from the ledger)."""
+    names = ["paris", "zurich", "dublin"]
+    m = Mesh(meshrl, "crash", ["--mesh.rounds=5"])
+    m.start_coordinator()
+    for n in names:
+        m.start_node(n)
+    # Between rounds: right after a version commits, before any update of the next round lands.
+    m.wait_for(lambda: m.version() >= 1 and m.pending() == 0, 120, "version 1, nothing pending")
+    m.kill("coordinator")
+    v1 = m.version()
+    m.start_coordinator(resume=True)
+    # Mid-round: at least one acknowledged update waiting for the round to close.
+    m.wait_for(lambda: m.version() >= v1 + 1, 120, "a version after the first restart")
+    m.wait_for(lambda: m.pending() >= 1, 120, "an acknowledged update pending")
+    pend = m.pending()
+    m.kill("coordinator")
+    m.log(f"killed mid-round with {pend} pending update(s) at version {m.version()}")
+    m.start_coordinator(resume=True)
+    for n in names:
+        m.wait_exit(n, 240)
+    m.wait_exit("coordinator", 60)
+    assert m.version() == 5, m.version()
+    acked = m.check_exactly_once(names)
+    dup = sum(m.read(n).count("(duplicate)") for n in names)
+    m.log(f"{dup} retried update(s) answered from the ledger")
+    assert "resumed run" in m.read("coordinator")
+    m.check_hashes(names)
+    m.close()
+
+
+def run_mode(meshrl, mode):
+    names = ["paris", "zurich", "dublin"]
+    m = Mesh(meshrl, mode, ["--mesh.rounds=6", f"--mesh.mode={mode}", "--mesh.inner_steps=2"])
+    m.start_coordinator(extra=["--eval"])
+    for i, n in enumerate(names):
+        m.start_node(n, shard=f"{i}/3")
+    for n in names:
+        m.wait_exit(n, 240)
+    m.wait_exit("coordinator", 120)
+    with open(os.path.join(m.run_dir, "summary.json")) as f:
+        s = json.load(f)
+    m.check_hashes(names)
+    m.check_exactly_once(names)
+    # Each node logs its mean training reward with every update, in order.
+    per_node = [[float(x) for x in re.findall(r"acknowledged, \d+ bytes, reward (\S+)", m.read(n))] for n in names]
+    s["first_reward"] = sum(r[0] for r in per_node) / len(per_node)
+    s["last_reward"] = sum(r[-1] for r in per_node) / len(per_node)
+    m.log(f"{mode}: pass@1 {s['pass_at_1_before']:.2f} -> {s['pass_at_1_after']:.2f} over {s['rounds']} versions, "
+          f"node reward {s['first_reward']:.3f} -> {s['last_reward']:.3f}")
+    m.close()
+    return s
+
+
+def sync_async(meshrl):
+    """Both modes run to the end with every node on the final hash and the training reward does
+    not collapse. STATUS: a weak criterion on purpose: the RL recipe of the tiny model does not
+    lift pass@1 yet even on one node (README), so the lift is measured by the demo, not here."""
+    for mode in ["sync", "async"]:
+        s = run_mode(meshrl, mode)
+        assert s["last_reward"] >= 0.5 * s["first_reward"], (mode, s)
+
+
+def fourteen_nodes(meshrl):
+    """A realistic multi-city team: 14 nodes complete a few rounds on the tiny model."""
+    names = [f"node{i:02d}" for i in range(14)]
+    m = Mesh(meshrl, "fourteen", ["--mesh.rounds=2", "--grpo.prompts_per_step=2", "--mesh.lease_s=60",
+                                  "--mesh.heartbeat_s=2", "--mesh.round_deadline_s=120"])
+    m.start_coordinator()
+    for i, n in enumerate(names):
+        m.start_node(n, shard=f"{i}/14")
+    for n in names:
+        m.wait_exit(n, 280)
+    assert m.version() == 2
+    m.check_hashes(names)
+    m.check_exactly_once(names)
+    m.close()
+
+
+CASES = {f.__name__: f for f in [four_nodes, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes]}
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--meshrl", required=True)
+    ap.add_argument("--case", required=True, choices=sorted(CASES))
+    a = ap.parse_args()
+    t = time.time()
+    try:
+        CASES[a.case](os.path.abspath(a.meshrl))
+    finally:
+        for m in Mesh.instances:  # whatever failed, leave no process behind
+            m.close(keep=True)
+    print(f"{a.case}: ok in {time.time() - t:.0f} s")

@@ -1,0 +1,68 @@
+// The [mesh] section of a run file (src/mesh/mesh_config.h): defaults, overrides, errors that
+// name the key, and a round trip through the effective config.
+//   build-mesh/tests/test_mesh --gtest_filter='MeshConfig*'
+#include <gtest/gtest.h>
+
+#include "mesh/mesh_config.h"
+
+namespace meshrl::mesh {
+namespace {
+
+const char* kRun = R"(
+[model]
+init = "tiny"
+[grpo]
+steps = 10
+[mesh]
+rounds = 3
+inner_steps = 2
+mode = "async"
+codec = "int4"
+)";
+
+TEST(MeshConfig, ReadsTheSectionAndLeavesTheRestToTheRunConfig) {
+  auto c = parse_mesh_run_config(kRun, "run.toml");
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->mesh.rounds, 3);
+  EXPECT_EQ(c->mesh.inner_steps, 2);
+  EXPECT_EQ(c->mesh.mode, "async");
+  EXPECT_EQ(c->mesh.codec, "int4");
+  EXPECT_DOUBLE_EQ(c->mesh.outer_lr, 0.7);  // default
+  EXPECT_EQ(c->run.grpo.steps, 10);
+}
+
+TEST(MeshConfig, OverridesGoToTheirSection) {
+  auto c = parse_mesh_run_config(kRun, "run.toml", {"--mesh.rounds=7", "--grpo.lr=1e-3"});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->mesh.rounds, 7);
+  EXPECT_DOUBLE_EQ(c->run.grpo.lr, 1e-3);
+}
+
+TEST(MeshConfig, UnknownKeysWrongTypesAndRangesAreErrors) {
+  auto unknown = parse_mesh_run_config("[mesh]\nroundz = 3\n", "run.toml");
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("[mesh] unknown key 'roundz'"), std::string::npos) << unknown.status().message();
+  auto type = parse_mesh_run_config("[mesh]\nrounds = \"3\"\n", "run.toml");
+  ASSERT_FALSE(type.is_ok());
+  EXPECT_NE(type.status().message().find("rounds must be an integer"), std::string::npos) << type.status().message();
+  auto range = parse_mesh_run_config("[mesh]\nquorum = 1.5\n", "run.toml");
+  ASSERT_FALSE(range.is_ok());
+  EXPECT_NE(range.status().message().find("quorum must be in (0, 1]"), std::string::npos) << range.status().message();
+  auto mode = parse_mesh_run_config("", "run.toml", {"--mesh.mode=fast"});
+  ASSERT_FALSE(mode.is_ok());
+  auto other = parse_mesh_run_config("[grpo]\nstepz = 1\n", "run.toml");
+  ASSERT_FALSE(other.is_ok());
+  EXPECT_NE(other.status().message().find("stepz"), std::string::npos);
+}
+
+TEST(MeshConfig, EffectiveConfigReadsBackToTheSameValues) {
+  auto c = parse_mesh_run_config(kRun, "run.toml", {"--mesh.outer_lr=0.5", "--mesh.overlap=false"});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  auto back = parse_mesh_run_config(mesh_run_config_to_toml(c.value()), "effective.toml");
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(mesh_section_to_json(back->mesh), mesh_section_to_json(c->mesh));
+  EXPECT_EQ(rl::run_config_to_json(back->run), rl::run_config_to_json(c->run));
+}
+
+}  // namespace
+}  // namespace meshrl::mesh

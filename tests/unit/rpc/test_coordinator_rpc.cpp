@@ -1,0 +1,234 @@
+// The coordinator over real gRPC on loopback, fed bad input (issue 4, "Bad input"): a node of
+// another protocol version, run or model, a duplicate name, updates on unknown or too-old
+// versions, of the wrong shape, with NaN, larger than declared or truncated. Each is refused with
+// a reason sent back and written in the ledger, and the coordinator keeps serving.
+//   build-mesh/tests/test_rpc
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <thread>
+
+#include "mesh/codec.h"
+#include "mesh/content_hash.h"
+#include "mesh/coordinator.h"
+#include "mesh/protocol.h"
+#include "rpc/coordinator_service.h"
+#include "rpc/grpc_client.h"
+
+namespace meshrl::rpc {
+namespace {
+
+namespace fs = std::filesystem;
+namespace v1 = ::meshrl::v1;
+
+// The tiny preset without a warm start; raw int8 payloads (zstd 0) so the test can corrupt them.
+const char* kRun = R"(
+[model]
+init = "tiny"
+[sft]
+steps = 0
+[mesh]
+rounds = 3
+inner_steps = 1
+codec = "int8"
+zstd_level = 0
+max_staleness = 0
+lease_s = 30
+)";
+
+class CoordinatorRpc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("meshrl-rpc-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    mesh::CoordinatorOptions o;
+    o.run_dir = dir_;
+    o.config = mesh::parse_mesh_run_config(kRun, "test.toml").value();
+    coord_ = mesh::Coordinator::start(o).value();
+    ServerOptions so;
+    server_ = CoordinatorServer::start(*coord_, so).value();
+    ChannelOptions co;
+    co.target = "127.0.0.1:" + std::to_string(server_->port());
+    client_ = make_grpc_client(co).value();
+  }
+  void TearDown() override {
+    server_->shutdown();
+    coord_->stop();
+    fs::remove_all(dir_);
+  }
+
+  v1::JoinRequest hello(const std::string& name) {
+    v1::JoinRequest r;
+    r.set_protocol_version(mesh::kProtocolVersion);
+    r.set_name(name);
+    r.set_device("cpu");
+    r.set_threads(1);
+    return r;
+  }
+  v1::JoinReply join(const std::string& name) { return client_->join(hello(name)).value(); }
+
+  // A zero update in the run's layout, encoded with the run's codec.
+  std::string zero_update(uint64_t session, const std::string& name, int64_t version) {
+    auto d = client_->download_weights(name, session, version).value();
+    mesh::NamedTensors w = mesh::decode_update(d.bytes, {}).value();
+    for (auto& t : w.tensors) t = torch::zeros_like(t);
+    mesh::CodecConfig cc;
+    cc.zstd_level = 0;
+    return mesh::make_codec(cc).value()->encode(w).value();
+  }
+
+  v1::UpdateHeader header(const v1::JoinReply& j, const std::string& name, int64_t base, int64_t seq, size_t bytes) {
+    v1::UpdateHeader h;
+    h.set_protocol_version(mesh::kProtocolVersion);
+    h.set_name(name);
+    h.set_session(j.session());
+    h.set_base_version(base);
+    h.set_seq(seq);
+    h.set_n_samples(8);
+    h.set_declared_bytes(bytes);
+    return h;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<mesh::Coordinator> coord_;
+  std::unique_ptr<CoordinatorServer> server_;
+  std::unique_ptr<mesh::CoordinatorClient> client_;
+};
+
+TEST_F(CoordinatorRpc, RefusesIncompatibleNodesAndKeepsServing) {
+  auto other_protocol = hello("paris");
+  other_protocol.set_protocol_version(mesh::kProtocolVersion + 1);
+  auto r = client_->join(other_protocol).value();
+  EXPECT_FALSE(r.accepted());
+  EXPECT_NE(r.reason().find("protocol version"), std::string::npos) << r.reason();
+
+  auto other_run = hello("paris");
+  other_run.set_run_id("0123456789abcdef");
+  r = client_->join(other_run).value();
+  EXPECT_FALSE(r.accepted());
+  EXPECT_NE(r.reason().find("run"), std::string::npos) << r.reason();
+
+  auto other_model = hello("paris");
+  other_model.set_model_config_hash("ffffffffffffffff");
+  r = client_->join(other_model).value();
+  EXPECT_FALSE(r.accepted());
+  EXPECT_NE(r.reason().find("model"), std::string::npos) << r.reason();
+
+  r = client_->join(hello("Bad/Name")).value();
+  EXPECT_FALSE(r.accepted());
+
+  auto paris = join("paris");
+  ASSERT_TRUE(paris.accepted()) << paris.reason();
+  EXPECT_EQ(paris.manifest().current_version(), 0);
+  EXPECT_EQ(paris.manifest().current_hash(), coord_->hash());
+  auto twice = join("paris");
+  EXPECT_FALSE(twice.accepted());
+  EXPECT_NE(twice.reason().find("already joined"), std::string::npos) << twice.reason();
+
+  v1::HeartbeatRequest hb;
+  hb.set_name("paris");
+  hb.set_session(paris.session());
+  EXPECT_TRUE(client_->heartbeat(hb).value().ok());
+  hb.set_session(paris.session() + 2);
+  EXPECT_TRUE(mesh::is_not_joined(client_->heartbeat(hb).value().reason()));
+
+  int refusals = 0;
+  for (const auto& e : coord_->store().ledger().node_events()) refusals += e.event == "join_refused";
+  EXPECT_EQ(refusals, 5);
+}
+
+TEST_F(CoordinatorRpc, RefusesBadUpdatesWithReasonsInTheLedger) {
+  auto j = join("paris");
+  ASSERT_TRUE(j.accepted());
+  const std::string good = zero_update(j.session(), "paris", 0);
+
+  auto submit = [&](const v1::UpdateHeader& h, const std::string& payload) { return client_->submit(h, payload).value(); };
+  auto expect_refused = [&](const v1::SubmitReply& r, const std::string& needle) {
+    EXPECT_FALSE(r.accepted());
+    EXPECT_NE(r.reason().find(needle), std::string::npos) << "reason: " << r.reason();
+  };
+
+  // Unknown base version.
+  expect_refused(submit(header(j, "paris", 7, 1, good.size()), good), "does not exist");
+  // Wrong shape: a one-tensor update.
+  mesh::NamedTensors small{{"x"}, {torch::zeros({3})}};
+  const std::string wrong = mesh::make_codec({}).value()->encode(small).value();
+  expect_refused(submit(header(j, "paris", 0, 2, wrong.size()), wrong), "update paris.v0.s2");
+  // NaN: the first int8 block's scale (raw payload, zstd off) overwritten with a NaN.
+  std::string nan = good;
+  auto parsed = mesh::parse_update(nan, {}).value();
+  const float q = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(nan.data() + parsed.tensors[0].stored_offset, &q, 4);
+  expect_refused(submit(header(j, "paris", 0, 3, nan.size()), nan), "scale");
+  // Larger than declared, and truncated: transport faults, answered but not keyed in the ledger.
+  expect_refused(submit(header(j, "paris", 0, 4, good.size() - 10), good), "larger than declared");
+  expect_refused(submit(header(j, "paris", 0, 5, good.size() + 10), good), "truncated");
+  // Another protocol version inside the update header.
+  auto h = header(j, "paris", 0, 6, good.size());
+  h.set_protocol_version(99);
+  expect_refused(submit(h, good), "protocol version");
+
+  // A good update is acknowledged; its retry gets the same answer, marked duplicate.
+  auto ok = submit(header(j, "paris", 0, 10, good.size()), good);
+  EXPECT_TRUE(ok.accepted()) << ok.reason();
+  auto again = submit(header(j, "paris", 0, 10, good.size()), good);
+  EXPECT_TRUE(again.accepted());
+  EXPECT_TRUE(again.duplicate());
+  // A retry of a refused update also gets its recorded outcome.
+  auto refused_again = submit(header(j, "paris", 7, 1, good.size()), good);
+  EXPECT_FALSE(refused_again.accepted());
+  EXPECT_TRUE(refused_again.duplicate());
+
+  // paris is the only node: its update makes quorum and version 1 appears.
+  for (int i = 0; i < 100 && coord_->version() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(coord_->version(), 1);
+  // max_staleness = 0: an update on version 0 is now too old.
+  expect_refused(submit(header(j, "paris", 0, 11, good.size()), good), "too old");
+
+  // The ledger holds every keyed refusal with its reason, and the good update applied once.
+  const auto rows = coord_->store().ledger().updates();
+  int rejected = 0, applied = 0;
+  for (const auto& row : rows) {
+    if (row.state == store::UpdateState::kRejected) {
+      ++rejected;
+      EXPECT_FALSE(row.reason.empty());
+    }
+    if (row.state == store::UpdateState::kApplied) {
+      ++applied;
+      EXPECT_EQ(row.key.seq, 10);
+      EXPECT_EQ(row.applied_version.value_or(-1), 1);
+    }
+  }
+  EXPECT_EQ(applied, 1);
+  EXPECT_EQ(rejected, 4);  // unknown base, wrong shape, NaN, too old
+  int refused_events = 0;
+  for (const auto& e : coord_->store().ledger().node_events()) refused_events += e.event == "update_refused";
+  EXPECT_EQ(refused_events, 3);  // larger than declared, truncated, protocol
+
+  // Still serving: the broadcast of version 1 is there and a heartbeat is answered.
+  auto b = client_->get_broadcast("paris", j.session(), 1);
+  ASSERT_TRUE(b.is_ok()) << b.status().message();
+  EXPECT_EQ(b.value().hash, coord_->hash());
+  v1::HeartbeatRequest hb;
+  hb.set_name("paris");
+  hb.set_session(j.session());
+  EXPECT_TRUE(client_->heartbeat(hb).value().ok());
+}
+
+TEST_F(CoordinatorRpc, DownloadResumesFromAnOffsetAndHashChecks) {
+  auto j = join("zurich");
+  auto full = client_->download_weights("zurich", j.session(), 0).value();
+  EXPECT_GT(full.bytes.size(), mesh::kChunkBytes);  // several chunks
+  auto w = mesh::decode_update(full.bytes, {}).value();
+  EXPECT_EQ(mesh::content_hash(w), coord_->hash());
+  auto refused = client_->download_weights("zurich", j.session() + 2, 0);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_TRUE(mesh::is_not_joined(refused.status().message()));
+}
+
+}  // namespace
+}  // namespace meshrl::rpc
