@@ -89,6 +89,12 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
     std::lock_guard<std::mutex> lk(mu);
     reports.push_back(r);
   };
+  o.on_sft_step = [&](const rl::SftProgress& p) {
+    if (p.step % 100 == 0 || p.step == p.steps)
+      std::printf("  sft %lld/%lld loss %.3f  %.0f s\n", static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss,
+                  p.seconds);
+    std::fflush(stdout);
+  };
   std::printf("warm start (SFT, cached under %s) ...\n", cfg.run.sft.cache_dir.c_str());
   std::fflush(stdout);
   auto coord = mesh::Coordinator::start(o).value();
@@ -131,7 +137,11 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
       std::string pass;
       if (cfg.mesh.eval_every_rounds > 0 && r.version % cfg.mesh.eval_every_rounds == 0 && r.version < cfg.mesh.rounds) {
         auto p = coord->evaluate_current(n_eval);
-        if (p.is_ok()) pass = "  pass@1 " + std::to_string(static_cast<int>(1000 * p.value() + 0.5) / 10.0).substr(0, 4) + "%";
+        if (p.is_ok()) {
+          char b[32];
+          std::snprintf(b, sizeof b, "  pass@1 %.1f%%", 100 * p.value());
+          pass = b;
+        }
       }
       std::printf("round %3lld/%lld  reward %.3f  updates %lld (%s)  staleness %.1f  up %s  down %s  nodes %lld%s  %.0f s\n",
                   static_cast<long long>(r.version), static_cast<long long>(cfg.mesh.rounds), r.reward_mean,

@@ -140,7 +140,7 @@ Status Coordinator::load_common(const std::string& spec) {
 
 Status Coordinator::init_new(CoordinatorOptions& o) {
   config_ = o.config;
-  MESHRL_ASSIGN_OR_RETURN(rl::WarmStart warm, rl::ensure_warm_start(config_.run));
+  MESHRL_ASSIGN_OR_RETURN(rl::WarmStart warm, rl::ensure_warm_start(config_.run, o.on_sft_step));
   log(warm.trained ? "sft: trained warm start " + warm.policy_spec
                    : (warm.cached ? "sft: reusing cached warm start " + warm.policy_spec : "no warm start: " + warm.policy_spec));
   // Nodes build the architecture and tokenizer from a preset name where there is one (they then
@@ -377,9 +377,7 @@ Result<Coordinator::Blob> Coordinator::broadcast(const std::string& name, uint64
   if (!session_ok(name, session)) return invalid_argument("not joined (unknown session or lease expired); join again");
   if (version < 1 || version > version_)
     return invalid_argument("no broadcast for version " + std::to_string(version) + " (current is " + std::to_string(version_) + ")");
-  if (auto it = broadcasts_.find(version); it != broadcasts_.end()) {
-    return Blob{it->second, version, version == version_ ? hash_ : ""};
-  }
+  if (auto it = broadcasts_.find(version); it != broadcasts_.end()) return it->second;
   lk.unlock();
   MESHRL_ASSIGN_OR_RETURN(store::VersionRecord rec, store_->load_version(version));
   MESHRL_ASSIGN_OR_RETURN(std::string b, store_->load_broadcast(version));
@@ -510,7 +508,7 @@ Status Coordinator::close_round(CloseReason reason) {
   version_ = v;
   hash_ = hash;
   weights_blob_.reset();
-  broadcasts_[v] = std::make_shared<const std::string>(std::move(bytes));
+  broadcasts_[v] = Blob{std::make_shared<const std::string>(std::move(bytes)), v, hash};
   while (broadcasts_.size() > 8) broadcasts_.erase(broadcasts_.begin());
   acc_ = std::make_unique<MeanAccumulator>();
   round_keys_.clear();

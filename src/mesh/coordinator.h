@@ -37,6 +37,7 @@
 #include "mesh/named_tensors.h"
 #include "mesh/outer_optimizer.h"
 #include "mesh/round.h"
+#include "rl/sft.h"
 #include "rollout/policy.h"
 #include "store/run_store.h"
 #include "tasks/task.h"
@@ -79,6 +80,7 @@ struct CoordinatorOptions {
   MeshRunConfig config;            // ignored on resume: the run's own config is read back
   std::function<void(const std::string&)> log;
   std::function<void(const VersionReport&)> on_version;
+  std::function<void(const rl::SftProgress&)> on_sft_step;  // while training the warm start
 };
 
 class Coordinator {
@@ -178,7 +180,7 @@ class Coordinator {
   bool stopping_ = false;
   std::optional<Status> fatal_;
   std::shared_ptr<const std::string> weights_blob_;  // encoded theta at version_ (lazy)
-  std::map<int64_t, std::shared_ptr<const std::string>> broadcasts_;  // recent ones
+  std::map<int64_t, Blob> broadcasts_;  // recent ones, with the hash of the version they lead to
   std::map<std::string, Member> members_;
   std::map<std::string, NodeRecord> records_;
   std::set<std::string> ever_joined_;

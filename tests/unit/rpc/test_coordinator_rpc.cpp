@@ -232,3 +232,65 @@ TEST_F(CoordinatorRpc, DownloadResumesFromAnOffsetAndHashChecks) {
 
 }  // namespace
 }  // namespace meshrl::rpc
+
+namespace meshrl::rpc {
+namespace {
+
+// With the fp32 codec, outer lr 1 and no momentum, one node's round must land the coordinator
+// exactly on that node's local weights (theta - (theta - local) = local up to one float rounding):
+// the sign and scale of the whole pseudo-gradient path, checked with numbers.
+TEST(CoordinatorRpcMath, PlainAveragingOfOneNodeLandsOnItsWeights) {
+  const fs::path dir = fs::temp_directory_path() / ("meshrl-rpc-math-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  mesh::CoordinatorOptions o;
+  o.run_dir = dir;
+  o.config = mesh::parse_mesh_run_config(std::string(kRun) + "outer_lr = 1.0\nouter_momentum = 0.0\n", "test.toml",
+                                         {"--mesh.codec=fp32"}).value();
+  auto coord = mesh::Coordinator::start(o).value();
+  auto server = CoordinatorServer::start(*coord, {}).value();
+  ChannelOptions co;
+  co.target = "127.0.0.1:" + std::to_string(server->port());
+  auto client = make_grpc_client(co).value();
+  v1::JoinRequest req;
+  req.set_protocol_version(mesh::kProtocolVersion);
+  req.set_name("paris");
+  auto j = client->join(req).value();
+  ASSERT_TRUE(j.accepted());
+
+  mesh::NamedTensors w0 = mesh::decode_update(client->download_weights("paris", j.session(), 0).value().bytes, {}).value();
+  torch::manual_seed(7);
+  mesh::NamedTensors local = mesh::clone_named_tensors(w0);
+  for (auto& t : local.tensors) t.add_(torch::randn_like(t) * 1e-3);
+  mesh::NamedTensors pg = mesh::subtract_named_tensors(w0, local).value();  // theta_v - theta_local
+  mesh::CodecConfig cc;
+  cc.id = mesh::CodecId::kFp32;
+  const std::string bytes = mesh::make_codec(cc).value()->encode(pg).value();
+  v1::UpdateHeader h;
+  h.set_protocol_version(mesh::kProtocolVersion);
+  h.set_name("paris");
+  h.set_session(j.session());
+  h.set_base_version(0);
+  h.set_seq(1);
+  h.set_n_samples(4);
+  h.set_declared_bytes(bytes.size());
+  ASSERT_TRUE(client->submit(h, bytes).value().accepted());
+  for (int i = 0; i < 100 && coord->version() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(coord->version(), 1);
+
+  mesh::NamedTensors w1 = mesh::decode_update(client->download_weights("paris", j.session(), 1).value().bytes, {}).value();
+  double max_err = 0;
+  for (size_t i = 0; i < w1.size(); ++i)
+    max_err = std::max(max_err, (w1.tensors[i] - local.tensors[i]).abs().max().item<double>());
+  EXPECT_LT(max_err, 1e-6);
+  // The broadcast applied to version 0 gives version 1 bit for bit (what every node does).
+  mesh::NamedTensors replay = mesh::clone_named_tensors(w0);
+  auto delta = mesh::decode_update(client->get_broadcast("paris", j.session(), 1).value().bytes, {}).value();
+  ASSERT_TRUE(mesh::apply_delta(replay, delta).is_ok());
+  EXPECT_EQ(mesh::content_hash(replay), coord->hash());
+  server->shutdown();
+  coord->stop();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace meshrl::rpc
