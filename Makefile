@@ -28,10 +28,12 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	scripts/fuzz-smoke $(FUZZ_BUILD) 20
 
-# Until the mesh lands, the main job is the single-node RL run: SFT warm start of the tiny model on
-# arithmetic (cached after the first run), then GRPO; prints held-out pass@1 before and after.
+# The main job: a coordinator and four city nodes (paris, zurich, dublin, toronto) on loopback
+# behind the four-cities WAN emulator, on the tiny model and arithmetic (SFT warm start cached after
+# the first run); ends with pass@1 before/after, bytes on the wire and runs/demo-*/summary.json.
+# The single-node run is `meshrl train --config configs/tiny-arithmetic.toml`.
 demo: build
-	./$(BUILD)/meshrl train --config configs/tiny-arithmetic.toml
+	./$(BUILD)/meshrl demo
 
 # Benchmarks of ../shared/BENCH.md against the PyTorch-eager peer, measured in one run.
 bench: build
