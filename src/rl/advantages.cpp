@@ -28,6 +28,7 @@ torch::Tensor group_advantages(const torch::Tensor& rewards, int64_t group_size,
   // contribute exactly nothing, so zero it explicitly.
   auto signal = (r.amax(1, true) != r.amin(1, true));  // [N, 1]
   adv = adv.masked_fill(signal.logical_not(), 0.0);
+  if (config.negative_scale != 1.0) adv = torch::where(adv < 0, adv * config.negative_scale, adv);
   return adv.view({-1}).to(rewards.scalar_type());  // [N*G]
 }
 

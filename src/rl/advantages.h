@@ -17,6 +17,8 @@ struct AdvantageConfig {
   // avoids up-weighting groups that are nearly all right or nearly all wrong.
   bool normalize_std = true;
   double eps = 1e-6;
+  // Negative advantages are multiplied by this (1 = plain GRPO, 0 = positives only). Applied last.
+  double negative_scale = 1.0;
 };
 
 // rewards [N*G] floating, finite -> advantages [N*G], same dtype. std is the sample standard

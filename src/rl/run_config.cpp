@@ -66,6 +66,7 @@ std::vector<Field> fields_of(RunConfig& c) {
       {"grpo", "clip_high", &g.clip_high},
       {"grpo", "kl_coef", &g.kl_coef},
       {"grpo", "normalize_std", &g.normalize_std},
+      {"grpo", "negative_scale", &g.negative_scale},
       {"grpo", "loss_normalization", &g.loss_normalization},
       {"grpo", "filter_equal_groups", &g.filter_equal_groups},
       {"grpo", "mask_truncated", &g.mask_truncated},
@@ -334,6 +335,7 @@ Status validate_run_config(const RunConfig& c, const std::string& source) {
   MESHRL_CHECK_NUM("grpo", "clip_low", g.clip_low, g.clip_low > 0 && g.clip_low < 1, "in (0, 1)");
   MESHRL_CHECK_NUM("grpo", "clip_high", g.clip_high, g.clip_high > 0 && g.clip_high <= 100, "in (0, 100]");
   MESHRL_CHECK_NUM("grpo", "kl_coef", g.kl_coef, g.kl_coef >= 0, ">= 0");
+  MESHRL_CHECK_NUM("grpo", "negative_scale", g.negative_scale, g.negative_scale >= 0 && g.negative_scale <= 1, "in [0, 1]");
   if (g.loss_normalization != "token" && g.loss_normalization != "sequence" && g.loss_normalization != "constant")
     return invalid_argument(where_key(source, "grpo", "loss_normalization") + " must be token, sequence or constant, got \"" +
                             g.loss_normalization + "\"");

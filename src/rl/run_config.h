@@ -64,6 +64,9 @@ struct GrpoSection {
   double clip_high = 0.28;        // ratio ceiling 1 + clip_high (DAPO clip-higher), > 0
   double kl_coef = 0.0;           // k3 KL to a frozen copy of the initial model; 0 = no reference
   bool normalize_std = true;      // divide advantages by the group std (false: Dr. GRPO)
+  double negative_scale = 1.0;    // multiplies negative advantages, in [0, 1]: 1 = GRPO; 0 = learn
+                                  // only from completions that beat their group (rejection-sampling
+                                  // fine-tuning); in between damps the noisy push-down of failures
   std::string loss_normalization = "token";  // token | sequence | constant
   bool filter_equal_groups = true;  // drop groups whose G rewards are all equal (no signal)
   bool mask_truncated = false;    // leave completions cut at max_new_tokens out of the loss

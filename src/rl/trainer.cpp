@@ -161,6 +161,7 @@ Status GrpoTrainer::score(Rollouts& r) const {
 torch::Tensor GrpoTrainer::compute_advantages(const Rollouts& r) const {
   AdvantageConfig ac;
   ac.normalize_std = config_.normalize_std;
+  ac.negative_scale = config_.negative_scale;
   return group_advantages(r.rewards, config_.group_size, ac).to(torch::kFloat32);
 }
 

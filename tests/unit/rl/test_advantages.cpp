@@ -28,6 +28,18 @@ TEST(Advantages, GroupOfFourWithoutStdIsDrGrpo) {
   EXPECT_TRUE(torch::allclose(a, torch::tensor({0.5f, -0.5f, -0.5f, 0.5f}))) << a;
 }
 
+TEST(Advantages, NegativeScaleDampsOnlyTheFailures) {
+  // Dr. GRPO on {1, 0, 0, 0}: mean 0.25 -> {0.75, -0.25, -0.25, -0.25}; negatives x 0.2 -> -0.05.
+  AdvantageConfig c;
+  c.normalize_std = false;
+  c.negative_scale = 0.2;
+  auto a = group_advantages(torch::tensor({1.f, 0.f, 0.f, 0.f, 2.f, 2.f, 2.f, 2.f}), 4, c);
+  EXPECT_TRUE(torch::allclose(a, torch::tensor({0.75f, -0.05f, -0.05f, -0.05f, 0.f, 0.f, 0.f, 0.f}), 1e-6, 1e-7)) << a;
+  c.negative_scale = 0.0;  // positives only: rejection-sampling fine-tuning on the group's winners
+  a = group_advantages(torch::tensor({1.f, 0.f, 0.f, 0.f}), 4, c);
+  EXPECT_TRUE(torch::equal(a, torch::tensor({0.75f, 0.f, 0.f, 0.f}))) << a;
+}
+
 TEST(Advantages, GroupsAreIndependentAndContiguous) {
   // two groups of 2: [3, 1] -> +-1 (mean 2, dev 1, sample std sqrt(2)); [10, 10] -> 0
   AdvantageConfig c;

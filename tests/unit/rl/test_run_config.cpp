@@ -80,6 +80,7 @@ TEST(RunConfig, GroupSizeBelowTwoIsOneLineNamingTheKey) {
 
 TEST(RunConfig, OutOfRangeValuesNameTheirKey) {
   EXPECT_NE(error_of("[grpo]\nclip_low = 0\n").find("[grpo] clip_low must be in (0, 1), got 0"), std::string::npos);
+  EXPECT_NE(error_of("[grpo]\nnegative_scale = 1.5\n").find("[grpo] negative_scale must be in [0, 1], got 1.5"), std::string::npos);
   EXPECT_NE(error_of("[grpo]\nclip_high = -0.1\n").find("[grpo] clip_high must be"), std::string::npos);
   EXPECT_NE(error_of("[grpo]\nlr = 0\n").find("[grpo] lr must be > 0"), std::string::npos);
   EXPECT_NE(error_of("[sft]\nlr = -1e-3\n").find("[sft] lr must be > 0"), std::string::npos);
