@@ -11,11 +11,12 @@
 #include <toml++/toml.h>
 
 #include "core/file_io.h"
+#include "rl/config_field.h"
 
 namespace meshrl::mesh {
 namespace {
 
-using FieldRef = std::variant<int64_t*, uint64_t*, double*, bool*, std::string*>;
+using rl::FieldRef;
 struct Field {
   const char* key;
   FieldRef ref;
@@ -39,67 +40,11 @@ std::vector<Field> fields_of(MeshSection& m) {
 std::string where(const std::string& source, const std::string& key) { return source + ": [mesh] " + key; }
 
 Status set_from_toml(const Field& f, const toml::node& n, const std::string& source) {
-  auto wrong = [&](const char* expected) { return invalid_argument(where(source, f.key) + " must be " + expected); };
-  return std::visit(
-      [&](auto* p) -> Status {
-        using T = std::remove_pointer_t<decltype(p)>;
-        if constexpr (std::is_same_v<T, int64_t>) {
-          if (!n.is_integer()) return wrong("an integer");
-          *p = n.as_integer()->get();
-        } else if constexpr (std::is_same_v<T, uint64_t>) {
-          if (!n.is_integer() || n.as_integer()->get() < 0) return wrong("a non-negative integer");
-          *p = static_cast<uint64_t>(n.as_integer()->get());
-        } else if constexpr (std::is_same_v<T, double>) {
-          if (n.is_integer()) *p = static_cast<double>(n.as_integer()->get());
-          else if (n.is_floating_point() && std::isfinite(n.as_floating_point()->get())) *p = n.as_floating_point()->get();
-          else return wrong("a finite number");
-        } else if constexpr (std::is_same_v<T, bool>) {
-          if (!n.is_boolean()) return wrong("true or false");
-          *p = n.as_boolean()->get();
-        } else {
-          if (!n.is_string()) return wrong("a string");
-          *p = n.as_string()->get();
-        }
-        return Status::ok();
-      },
-      f.ref);
+  return rl::set_field_from_toml(f.ref, n, where(source, f.key));
 }
 
 Status set_from_text(const Field& f, const std::string& text, const std::string& source) {
-  auto wrong = [&](const char* expected) {
-    return invalid_argument(where(source, f.key) + " (command line) must be " + expected + ", got '" + text + "'");
-  };
-  return std::visit(
-      [&](auto* p) -> Status {
-        using T = std::remove_pointer_t<decltype(p)>;
-        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>) {
-          T v{};
-          auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-          if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return wrong("an integer");
-          *p = v;
-        } else if constexpr (std::is_same_v<T, double>) {
-          char* end = nullptr;
-          const double v = std::strtod(text.c_str(), &end);
-          if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return wrong("a finite number");
-          *p = v;
-        } else if constexpr (std::is_same_v<T, bool>) {
-          if (text != "true" && text != "false") return wrong("true or false");
-          *p = text == "true";
-        } else {
-          *p = text;
-        }
-        return Status::ok();
-      },
-      f.ref);
-}
-
-std::string fmt_double(double v) {
-  for (int p = 1; p <= 17; ++p) {
-    char b[64];
-    std::snprintf(b, sizeof b, "%.*g", p, v);
-    if (std::strtod(b, nullptr) == v) return b;
-  }
-  return std::to_string(v);
+  return rl::set_field_from_text(f.ref, text, where(source, f.key) + " (command line)");
 }
 
 }  // namespace
@@ -111,16 +56,16 @@ Status validate_mesh_section(const MeshSection& m, const std::string& s) {
   if (m.rounds < 1 || m.rounds > 1'000'000) return bad("rounds", "in [1, 1000000]", std::to_string(m.rounds));
   if (m.inner_steps < 1 || m.inner_steps > 100'000) return bad("inner_steps", "in [1, 100000]", std::to_string(m.inner_steps));
   if (m.mode != "sync" && m.mode != "async") return bad("mode", "sync or async", "\"" + m.mode + "\"");
-  if (!(m.quorum > 0 && m.quorum <= 1)) return bad("quorum", "in (0, 1]", fmt_double(m.quorum));
-  if (!(m.round_deadline_s > 0)) return bad("round_deadline_s", "> 0", fmt_double(m.round_deadline_s));
+  if (!(m.quorum > 0 && m.quorum <= 1)) return bad("quorum", "in (0, 1]", rl::format_double(m.quorum));
+  if (!(m.round_deadline_s > 0)) return bad("round_deadline_s", "> 0", rl::format_double(m.round_deadline_s));
   if (m.max_staleness < 0 || m.max_staleness > 1000) return bad("max_staleness", "in [0, 1000]", std::to_string(m.max_staleness));
-  if (!(m.outer_lr > 0 && m.outer_lr <= 10)) return bad("outer_lr", "in (0, 10]", fmt_double(m.outer_lr));
-  if (!(m.outer_momentum >= 0 && m.outer_momentum < 1)) return bad("outer_momentum", "in [0, 1)", fmt_double(m.outer_momentum));
+  if (!(m.outer_lr > 0 && m.outer_lr <= 10)) return bad("outer_lr", "in (0, 10]", rl::format_double(m.outer_lr));
+  if (!(m.outer_momentum >= 0 && m.outer_momentum < 1)) return bad("outer_momentum", "in [0, 1)", rl::format_double(m.outer_momentum));
   if (m.codec != "int8" && m.codec != "int4" && m.codec != "fp32") return bad("codec", "int8, int4 or fp32", "\"" + m.codec + "\"");
   if (m.block_size < 1 || m.block_size > 65536) return bad("block_size", "in [1, 65536]", std::to_string(m.block_size));
   if (m.zstd_level < 0 || m.zstd_level > 19) return bad("zstd_level", "in [0, 19]", std::to_string(m.zstd_level));
-  if (!(m.lease_s > 0)) return bad("lease_s", "> 0", fmt_double(m.lease_s));
-  if (!(m.heartbeat_s > 0 && m.heartbeat_s < m.lease_s)) return bad("heartbeat_s", "in (0, lease_s)", fmt_double(m.heartbeat_s));
+  if (!(m.lease_s > 0)) return bad("lease_s", "> 0", rl::format_double(m.lease_s));
+  if (!(m.heartbeat_s > 0 && m.heartbeat_s < m.lease_s)) return bad("heartbeat_s", "in (0, lease_s)", rl::format_double(m.heartbeat_s));
   if (m.eval_every_rounds < 0) return bad("eval_every_rounds", ">= 0", std::to_string(m.eval_every_rounds));
   if (m.n_eval < 0 || m.n_eval > 100000) return bad("n_eval", "in [0, 100000]", std::to_string(m.n_eval));
   return Status::ok();
@@ -203,7 +148,7 @@ std::string mesh_run_config_to_toml(const MeshRunConfig& c) {
           if constexpr (std::is_same_v<T, std::string>) os << nlohmann::json(*p).dump();
           else if constexpr (std::is_same_v<T, bool>) os << (*p ? "true" : "false");
           else if constexpr (std::is_same_v<T, double>) {
-            std::string d = fmt_double(*p);
+            std::string d = rl::format_double(*p);
             if (d.find_first_of(".eEn") == std::string::npos) d += ".0";
             os << d;
           } else os << *p;

@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include "core/file_io.h"
+#include "rl/config_field.h"
 
 namespace meshrl::rl {
 namespace {
@@ -20,7 +21,6 @@ using nlohmann::json;
 
 // One typed key of a section. The table below is the single list of keys: parsing, overrides and
 // writing the effective config all walk it, so a key cannot be readable but not writable.
-using FieldRef = std::variant<int64_t*, uint64_t*, double*, bool*, std::string*>;
 struct Field {
   const char* section;
   const char* key;
@@ -84,115 +84,13 @@ std::vector<Field> fields_of(RunConfig& c) {
 
 const std::set<std::string> kSections = {"model", "task", "sft", "grpo", "eval", "checkpoint"};
 
-std::string fmt_double(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  // Shortest form that reads back exactly, for messages and the effective config.
-  for (int p = 1; p <= 17; ++p) {
-    char b[64];
-    std::snprintf(b, sizeof b, "%.*g", p, v);
-    if (std::strtod(b, nullptr) == v) return b;
-  }
-  return buf;
-}
-
-std::string clip_text(std::string s) {
-  for (char& ch : s)
-    if (ch == '\n') ch = ' ';
-  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-}
-
-std::string toml_type_name(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::table: return "table";
-    case toml::node_type::array: return "array";
-    case toml::node_type::string: return "string";
-    case toml::node_type::integer: return "integer";
-    case toml::node_type::floating_point: return "float";
-    case toml::node_type::boolean: return "boolean";
-    case toml::node_type::date: return "date";
-    case toml::node_type::time: return "time";
-    case toml::node_type::date_time: return "date-time";
-    default: return "value";
-  }
-}
-
-std::string toml_shown(const toml::node& n) {
-  if (n.is_string()) return clip_text(json(n.as_string()->get()).dump(-1, ' ', false, json::error_handler_t::replace));
-  std::ostringstream os;
-  n.visit([&os](auto&& v) { os << v; });
-  return clip_text(os.str());
-}
-
 std::string where_key(const std::string& source, const std::string& section, const std::string& key) {
   return source + ": [" + section + "] " + key;
 }
 
 // Sets one field from a TOML value, checking its type.
 Status set_from_toml(const Field& f, const toml::node& n, const std::string& source) {
-  auto wrong = [&](const char* expected) {
-    return invalid_argument(where_key(source, f.section, f.key) + " must be " + expected + ", got " + toml_type_name(n) +
-                            " " + toml_shown(n));
-  };
-  return std::visit(
-      [&](auto* p) -> Status {
-        using T = std::remove_pointer_t<decltype(p)>;
-        if constexpr (std::is_same_v<T, int64_t>) {
-          if (!n.is_integer()) return wrong("an integer");
-          *p = n.as_integer()->get();
-        } else if constexpr (std::is_same_v<T, uint64_t>) {
-          if (!n.is_integer() || n.as_integer()->get() < 0) return wrong("a non-negative integer");
-          *p = static_cast<uint64_t>(n.as_integer()->get());
-        } else if constexpr (std::is_same_v<T, double>) {
-          double v;
-          if (n.is_integer()) v = static_cast<double>(n.as_integer()->get());
-          else if (n.is_floating_point()) v = n.as_floating_point()->get();
-          else return wrong("a number");
-          if (!std::isfinite(v)) return wrong("a finite number");
-          *p = v;
-        } else if constexpr (std::is_same_v<T, bool>) {
-          if (!n.is_boolean()) return wrong("true or false");
-          *p = n.as_boolean()->get();
-        } else {
-          if (!n.is_string()) return wrong("a string");
-          *p = n.as_string()->get();
-        }
-        return Status::ok();
-      },
-      f.ref);
-}
-
-// Sets one field from command-line text, typed by the field.
-Status set_from_text(const Field& f, const std::string& text, const std::string& where) {
-  auto wrong = [&](const char* expected) {
-    return invalid_argument(where + " must be " + expected + ", got '" + clip_text(text) + "'");
-  };
-  return std::visit(
-      [&](auto* p) -> Status {
-        using T = std::remove_pointer_t<decltype(p)>;
-        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>) {
-          T v{};
-          auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-          if (ec != std::errc() || end != text.data() + text.size() || text.empty())
-            return wrong(std::is_same_v<T, int64_t> ? "an integer" : "a non-negative integer");
-          if constexpr (std::is_same_v<T, uint64_t>)
-            if (v > uint64_t(INT64_MAX)) return wrong("an integer below 2^63");
-          *p = v;
-        } else if constexpr (std::is_same_v<T, double>) {
-          char* end = nullptr;
-          const double v = std::strtod(text.c_str(), &end);
-          if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return wrong("a finite number");
-          *p = v;
-        } else if constexpr (std::is_same_v<T, bool>) {
-          if (text == "true") *p = true;
-          else if (text == "false") *p = false;
-          else return wrong("true or false");
-        } else {
-          *p = text;
-        }
-        return Status::ok();
-      },
-      f.ref);
+  return set_field_from_toml(f.ref, n, where_key(source, f.section, f.key));
 }
 
 // TOML value -> JSON for the task config (which is defined over JSON). Non-negative integers
@@ -290,7 +188,7 @@ Status check(bool ok, const std::string& source, const char* section, const char
 #define MESHRL_CHECK_INT(section, key, v, cond, what) \
   MESHRL_RETURN_IF_ERROR(check((cond), source, section, key, what, std::to_string(v)))
 #define MESHRL_CHECK_NUM(section, key, v, cond, what) \
-  MESHRL_RETURN_IF_ERROR(check((cond), source, section, key, what, fmt_double(v)))
+  MESHRL_RETURN_IF_ERROR(check((cond), source, section, key, what, format_double(v)))
 
 }  // namespace
 
@@ -386,7 +284,7 @@ Status apply_overrides(RunConfig& c, const std::vector<std::string>& args, const
     for (const Field& x : fields)
       if (section == x.section && name == x.key) f = &x;
     if (!f) return invalid_argument(source + ": [" + section + "] unknown key '" + name + "' (command line); see configs/README.md");
-    MESHRL_RETURN_IF_ERROR(set_from_text(*f, value, where_key(source, section, name) + " (command line)"));
+    MESHRL_RETURN_IF_ERROR(set_field_from_text(f->ref, value, where_key(source, section, name) + " (command line)"));
   }
   return validate_run_config(c, source);
 }
