@@ -1,5 +1,6 @@
 // `meshrl coordinator --config run.toml [--run-dir DIR | --resume DIR] [--listen HOST] [--port P]
-//  [--insecure | --cert FILE --key FILE] [--port-file FILE] [--section.key=value ...]`
+//  [--insecure | --ca CA_DIR [--cert FILE --key FILE]] [--port-file FILE] [--section.key=value ...]`
+//  [--http PORT [--http-bind ADDR]]: the live dashboard and Prometheus /metrics (src/web).
 // Starts (or resumes) a run's coordinator and serves nodes over gRPC until the run has finished
 // and every node has left (or gone silent). Prints one line per new version.
 #include <unistd.h>
@@ -15,7 +16,9 @@
 #include "core/file_io.h"
 #include "mesh/coordinator.h"
 #include "mesh/mesh_config.h"
+#include "cli/run_observer.h"
 #include "rpc/coordinator_service.h"
+#include "rpc/peer_identity.h"
 
 namespace meshrl::cli {
 
@@ -28,10 +31,13 @@ struct CoordinatorArgs {
   std::string listen = "0.0.0.0";
   int port = 50051;
   bool insecure = false;
+  std::string ca_dir;  // run CA (meshrl ca init): mutual TLS, allow-list, revocations
   std::string cert, key;
   std::string port_file;
   double linger_s = 30;  // after the last version, wait this long for nodes to leave
   bool eval = false;     // held-out pass@1 at start and end, into RUN_DIR/summary.json
+  int http_port = -1;    // -1: no HTTP; 0: any free port
+  std::string http_bind = "127.0.0.1";
 };
 
 volatile std::sig_atomic_t g_stop = 0;
@@ -57,27 +63,42 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
     o.config = mesh::load_mesh_run_config(a.config, overrides).value();
     o.run_dir = a.run_dir.empty() ? default_run_dir() : a.run_dir;
   }
+  // Checked before anything starts (the warm start can take minutes): plaintext only on loopback.
+  if (a.insecure && !rpc::is_loopback_target(a.listen))
+    throw StatusError(invalid_argument("[coordinator] refusing --insecure on --listen " + a.listen +
+                                       ": plaintext is for loopback only (--listen 127.0.0.1); use --ca DIR from `meshrl ca init`"));
+  if (!a.insecure && a.ca_dir.empty())
+    throw StatusError(invalid_argument("[coordinator] give --ca DIR (a run CA from `meshrl ca init DIR`), or --insecure with --listen 127.0.0.1"));
   if (a.insecure)
-    std::fprintf(stderr, "coordinator: WARNING: --insecure: plaintext gRPC, no authentication; use only on loopback or a trusted network\n");
+    std::fprintf(stderr, "coordinator: WARNING: --insecure: plaintext gRPC, no authentication of nodes; loopback only\n");
   o.log = [](const std::string& s) {
     std::printf("coordinator: %s\n", s.c_str());
     std::fflush(stdout);
   };
+  auto version_log = attach_version_log(o);
   auto coord = mesh::Coordinator::start(o).value();
   const int64_t n_eval = coord->config().mesh.n_eval > 0 ? coord->config().mesh.n_eval : coord->config().run.eval.n_eval;
   double before = -1;
   if (a.eval) {
     before = coord->evaluate_current(n_eval).value();
     std::printf("coordinator: held-out pass@1 %.1f%% at version %lld\n", 100 * before, static_cast<long long>(coord->version()));
+    (void)version_log->add_eval(coord->version(), before);
   }
   rpc::ServerOptions so;
   so.listen = a.listen + ":" + std::to_string(a.port);
   so.insecure = a.insecure;
+  so.ca_dir = a.ca_dir;
   so.cert = a.cert;
   so.key = a.key;
   auto server = rpc::CoordinatorServer::start(*coord, so).value();
   std::printf("coordinator: listening on %s:%d, run dir %s\n", a.listen.c_str(), server->port(), o.run_dir.c_str());
   std::fflush(stdout);
+  std::unique_ptr<web::HttpServer> http;
+  if (a.http_port >= 0) {
+    http = start_http(*coord, version_log, a.http_bind, a.http_port);
+    std::printf("coordinator: dashboard %s  metrics %smetrics\n", http->url().c_str(), http->url().c_str());
+    std::fflush(stdout);
+  }
   if (!a.port_file.empty()) write_file_atomic(a.port_file, std::to_string(server->port()) + "\n").is_ok();
 
   std::signal(SIGINT, on_signal);
@@ -102,6 +123,7 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
   if (a.eval && rc == 0) {
     const double after = coord->evaluate_current(n_eval).value();
     std::printf("coordinator: held-out pass@1 %.1f%% -> %.1f%%\n", 100 * before, 100 * after);
+    (void)version_log->add_eval(coord->version(), after);
     nlohmann::json nodes = nlohmann::json::object();
     for (const auto& [name, r] : coord->nodes())
       nodes[name] = {{"updates_applied", r.updates_applied}, {"updates_rejected", r.updates_rejected},
@@ -125,11 +147,14 @@ void add_coordinator_command(CLI::App& app) {
   cmd->add_option("--resume", a->resume, "resume the run in this directory at its last durable version");
   cmd->add_option("--listen", a->listen, "address to listen on (default 0.0.0.0)");
   cmd->add_option("--port", a->port, "port (0 = ephemeral; see --port-file)");
-  cmd->add_flag("--insecure", a->insecure, "plaintext gRPC (loopback or trusted networks only)");
-  cmd->add_option("--cert", a->cert, "TLS certificate chain (PEM)");
-  cmd->add_option("--key", a->key, "TLS private key (PEM)");
+  cmd->add_flag("--insecure", a->insecure, "plaintext gRPC, no authentication (refused unless --listen is loopback)");
+  cmd->add_option("--ca", a->ca_dir, "run CA folder from `meshrl ca init`: mutual TLS, allow-list and revocations");
+  cmd->add_option("--cert", a->cert, "server certificate chain (PEM; default CA/coordinator/cert.pem)");
+  cmd->add_option("--key", a->key, "server private key (PEM; default CA/coordinator/key.pem)");
   cmd->add_option("--port-file", a->port_file, "write the listening port to this file");
   cmd->add_option("--linger", a->linger_s, "seconds to wait for nodes to leave after the last version");
+  cmd->add_option("--http", a->http_port, "serve the dashboard and /metrics on this port (0 = any free port)");
+  cmd->add_option("--http-bind", a->http_bind, "address for --http (default 127.0.0.1; the page has no authentication)");
   cmd->add_flag("--eval", a->eval, "evaluate held-out pass@1 at start and end (RUN_DIR/summary.json)");
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_coordinator(*a, cmd->remaining()); });

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <algorithm>
 #include <thread>
 
 #include "cli/child_process.h"
@@ -22,6 +23,7 @@
 #include "mesh/mesh_config.h"
 #include "net/link_emulator.h"
 #include "net/topology.h"
+#include "cli/run_observer.h"
 #include "rpc/coordinator_service.h"
 
 namespace meshrl::cli {
@@ -37,6 +39,8 @@ struct DemoArgs {
   int64_t rounds = 0;
   std::string mode;
   double timeout_s = 1800;
+  int http_port = 0;  // the dashboard; 0 = any free port, -1 = none
+  int64_t lora_rank = 0;  // --lora[=R]: train and exchange rank-R adapters (run file's [lora]); 0 = the run file's
 };
 
 std::string default_run_dir() {
@@ -58,6 +62,7 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   const double t0 = mesh::mono_seconds();
   if (a.rounds > 0) overrides.push_back("--mesh.rounds=" + std::to_string(a.rounds));
   if (!a.mode.empty()) overrides.push_back("--mesh.mode=" + a.mode);
+  if (a.lora_rank > 0) overrides.insert(overrides.begin(), "--lora.rank=" + std::to_string(a.lora_rank));
   const mesh::MeshRunConfig cfg = mesh::load_mesh_run_config(a.config, overrides).value();
   const net::Topology topo = net::load_topology(a.topology).value();
   const fs::path dir = a.run_dir.empty() ? default_run_dir() : a.run_dir;
@@ -89,6 +94,7 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
     std::lock_guard<std::mutex> lk(mu);
     reports.push_back(r);
   };
+  o.sft_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.on_sft_step = [&](const rl::SftProgress& p) {
     if (p.step % 100 == 0 || p.step == p.steps)
       std::printf("  sft %lld/%lld loss %.3f  %.0f s\n", static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss,
@@ -97,9 +103,16 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   };
   std::printf("warm start (SFT, cached under %s) ...\n", cfg.run.sft.cache_dir.c_str());
   std::fflush(stdout);
+  auto version_log = attach_version_log(o);
   auto coord = mesh::Coordinator::start(o).value();
+  std::unique_ptr<web::HttpServer> http;
+  if (a.http_port >= 0) {
+    http = start_http(*coord, version_log, "127.0.0.1", a.http_port);
+    std::printf("dashboard: %s  (Prometheus metrics at %smetrics)\n", http->url().c_str(), http->url().c_str());
+  }
   const int64_t n_eval = cfg.mesh.n_eval > 0 ? cfg.mesh.n_eval : cfg.run.eval.n_eval;
   const double before = coord->evaluate_current(n_eval).value();
+  (void)version_log->add_eval(coord->version(), before);
   std::printf("held-out pass@1 before: %.1f%% (%lld problems)\n", 100 * before, static_cast<long long>(n_eval));
 
   rpc::ServerOptions so;
@@ -138,6 +151,7 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
       if (cfg.mesh.eval_every_rounds > 0 && r.version % cfg.mesh.eval_every_rounds == 0 && r.version < cfg.mesh.rounds) {
         auto p = coord->evaluate_current(n_eval);
         if (p.is_ok()) {
+          (void)version_log->add_eval(r.version, p.value());
           char b[32];
           std::snprintf(b, sizeof b, "  pass@1 %.1f%%", 100 * p.value());
           pass = b;
@@ -170,6 +184,7 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   }
   server->shutdown();
   const double after = coord->evaluate_current(n_eval).value();
+  (void)version_log->add_eval(coord->version(), after);
   const int64_t P = coord->param_count();
 
   nlohmann::json node_hashes = nlohmann::json::object(), node_json = nlohmann::json::object();
@@ -270,6 +285,8 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--run-dir", a->run_dir, "run directory (default runs/demo-<timestamp>)");
   cmd->add_option("--rounds", a->rounds, "versions to publish (default: the config's [mesh] rounds)");
   cmd->add_option("--mode", a->mode, "sync | async (default: the config's)");
+  cmd->add_option("--http", a->http_port, "dashboard and /metrics port on 127.0.0.1 (default 0: any free port; -1: none)");
+  cmd->add_flag("--lora{8}", a->lora_rank, "rank-8 adapters instead of full weights (--lora=R for rank R); [lora] in configs/README.md");
   cmd->add_option("--timeout", a->timeout_s, "stop the nodes after this many seconds");
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_demo(*a, cmd->remaining()); });

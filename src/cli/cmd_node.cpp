@@ -1,5 +1,5 @@
 // `meshrl node --coordinator HOST:PORT --name paris [--shard I/N] [--model DIR] [--threads 1]
-//  [--insecure | --ca FILE] [--report FILE] [--task.key=value --grpo.key=value ...]`
+//  [--insecure | --identity DIR] [--signing-key FILE] [--report FILE] [--task.key=value --grpo.key=value ...]`
 // Joins a run and trains on this machine's slice of the task until the run finishes.
 #include <csignal>
 #include <cstdio>
@@ -9,6 +9,8 @@
 #include "core/file_io.h"
 #include "mesh/node.h"
 #include "rpc/grpc_client.h"
+#include "trust/run_ca.h"
+#include "trust/signing_key.h"
 
 namespace meshrl::cli {
 
@@ -22,7 +24,8 @@ struct NodeArgs {
   std::string device = "cpu";
   int threads = 1;
   bool insecure = false;
-  std::string ca;
+  std::string identity;     // ca.pem, cert.pem, key.pem from `meshrl ca issue NAME`
+  std::string signing_key;  // Ed25519 key file (created when missing); default DIR/signing.key, or per process
   std::string report;
   double give_up_s = 300;
 };
@@ -50,11 +53,22 @@ void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) 
     std::printf("%s%s\n", tag.c_str(), s.c_str());
     std::fflush(stdout);
   };
-  if (a.insecure) std::fprintf(stderr, "%sWARNING: --insecure: plaintext gRPC; use only on loopback or a trusted network\n", tag.c_str());
+  if (a.insecure) std::fprintf(stderr, "%sWARNING: --insecure: plaintext gRPC, the coordinator is not authenticated; loopback only\n", tag.c_str());
   rpc::ChannelOptions co;
   co.target = a.coordinator;
   co.insecure = a.insecure;
-  co.ca_cert = a.ca;
+  if (!a.insecure) {
+    if (a.identity.empty())
+      throw StatusError(invalid_argument("[node] give --identity DIR (from `meshrl ca issue " + a.name + "`), or --insecure on loopback"));
+    const auto id = trust::IdentityFiles::in(a.identity);
+    co.ca_cert = id.ca_cert;
+    co.client_cert = id.cert;
+    co.client_key = id.key;
+  }
+  std::string key_file = a.signing_key;
+  if (key_file.empty() && !a.identity.empty()) key_file = (std::filesystem::path(a.identity) / "signing.key").string();
+  o.signing_key = std::make_shared<const trust::SigningKey>(key_file.empty() ? trust::SigningKey::generate()
+                                                                             : trust::SigningKey::load_or_create(key_file).value());
   auto client = rpc::make_grpc_client(co).value();
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -81,8 +95,9 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--model", a->model, "model folder for architecture + tokenizer (default: the run's)");
   cmd->add_option("--device", a->device, "cpu | cuda | mps | auto");
   cmd->add_option("--threads", a->threads, "intra-op threads (1 when processes share a machine)");
-  cmd->add_flag("--insecure", a->insecure, "plaintext gRPC (loopback or trusted networks only)");
-  cmd->add_option("--ca", a->ca, "PEM file of the CA that signed the coordinator's certificate (TLS)");
+  cmd->add_flag("--insecure", a->insecure, "plaintext gRPC (refused unless the coordinator is on loopback)");
+  cmd->add_option("--identity", a->identity, "folder from `meshrl ca issue NAME`: ca.pem, cert.pem, key.pem (mutual TLS)");
+  cmd->add_option("--signing-key", a->signing_key, "Ed25519 key that signs updates, created when missing (default DIR/signing.key)");
   cmd->add_option("--report", a->report, "write this node's final report (JSON) here");
   cmd->add_option("--give-up", a->give_up_s, "seconds without reaching the coordinator before giving up");
   cmd->allow_extras();

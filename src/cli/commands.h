@@ -16,5 +16,9 @@ void add_link_emulator_command(CLI::App& app);
 void add_coordinator_command(CLI::App& app);
 void add_node_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+void add_ca_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
+void add_merge_command(CLI::App& app);
 
 }  // namespace meshrl::cli

@@ -13,11 +13,13 @@ struct ModelOptions {
   std::string device = "auto";  // auto | cpu | cuda | mps
   int threads = 1;              // intra-op threads; 1 when processes share a machine
   uint64_t weight_seed = 0;     // presets only
+  std::string adapter;          // a LoRA adapter folder (model/lora_io.h) applied on top; "" = none
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& o);
 
-// Resolves the device, sets the thread count, loads; throws StatusError with the reason.
+// Resolves the device, sets the thread count, loads (and applies --adapter, checked against the
+// base); throws StatusError with the reason.
 rollout::Policy load_policy_or_throw(const ModelOptions& o);
 
 }  // namespace meshrl::cli

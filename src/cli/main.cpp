@@ -18,6 +18,10 @@ int main(int argc, char** argv) {
   meshrl::cli::add_coordinator_command(app);
   meshrl::cli::add_node_command(app);
   meshrl::cli::add_demo_command(app);
+  meshrl::cli::add_report_command(app);
+  meshrl::cli::add_ca_command(app);
+  meshrl::cli::add_plan_command(app);
+  meshrl::cli::add_merge_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,10 +7,9 @@
 //   for (each update u_i of the round) { auto d = codec->decode(bytes_i, limits); acc.add(d, w_i); }
 //   auto g = acc.finish();   // sum_i w_i u_i / sum_i w_i
 //
-// Extension point: robust rules (coordinate-wise trimmed mean or median, norm clipping) implement
-// Aggregator with the same add/finish contract. Clipping streams like the mean; a trimmed mean or
-// median needs every value of a coordinate, so it will spool decoded updates to disk or keep
-// per-coordinate order statistics rather than hold N updates in memory.
+// Robust rules (trimmed mean, median, centered clipping: robust_aggregate.h) implement Aggregator
+// with the same add/finish contract; they need every value of a coordinate, so they keep the
+// round's N updates in memory (O(N * P)). make_aggregator picks the rule of the run file.
 #pragma once
 
 #include <cstdint>

@@ -10,10 +10,13 @@
 #include "mesh/content_hash.h"
 #include "mesh/policy_params.h"
 #include "mesh/protocol.h"
+#include "mesh/update_signature.h"
 #include "model/config.h"
 #include "model/device.h"
 #include "rl/evaluate.h"
+#include "rl/lora_setup.h"
 #include "rl/warm_start.h"
+#include "trust/signing_key.h"
 
 namespace meshrl::mesh {
 
@@ -118,11 +121,20 @@ Status Coordinator::load_common(const std::string& spec) {
   oc.momentum = m.outer_momentum;
   oc.nesterov = m.outer_nesterov;
   outer_ = std::make_unique<OuterOptimizer>(oc);
-  acc_ = std::make_unique<MeanAccumulator>();
+  AggregatorConfig ac;
+  ac.rule = m.aggregator;
+  ac.trim_fraction = m.trim_fraction;
+  ac.clip_tau = m.clip_tau;
+  ac.clip_iters = m.clip_iters;
+  MESHRL_ASSIGN_OR_RETURN(acc_, make_aggregator(ac));
+  norm_bound_ = std::make_unique<NormBound>(m.norm_bound_factor, m.norm_window);
+  rate_ = std::make_unique<RateLimiter>(m.max_updates_per_minute);
 
   model::set_threads(static_cast<int>(config_.run.model.threads));
   MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(config_.run.model.device));
   MESHRL_ASSIGN_OR_RETURN(policy_, rollout::load_policy(spec, device, config_.run.model.weight_seed));
+  // [lora]: the run's parameter set is then the adapters' B matrices (model/lora.h says why).
+  MESHRL_RETURN_IF_ERROR(rl::setup_lora(config_.run.lora, *policy_.model, "run config").status());
   theta_ = trainable_parameters(*policy_.model);
   param_count_ = theta_.numel();
   // An update is at most its fp32 encoding plus per-tensor headers; anything larger is refused
@@ -140,7 +152,9 @@ Status Coordinator::load_common(const std::string& spec) {
 
 Status Coordinator::init_new(CoordinatorOptions& o) {
   config_ = o.config;
-  MESHRL_ASSIGN_OR_RETURN(rl::WarmStart warm, rl::ensure_warm_start(config_.run, o.on_sft_step));
+  rl::RunConfig sft_config = config_.run;  // the warm start's cache key does not depend on threads
+  if (o.sft_threads > 0) sft_config.model.threads = o.sft_threads;
+  MESHRL_ASSIGN_OR_RETURN(rl::WarmStart warm, rl::ensure_warm_start(sft_config, o.on_sft_step));
   log(warm.trained ? "sft: trained warm start " + warm.policy_spec
                    : (warm.cached ? "sft: reusing cached warm start " + warm.policy_spec : "no warm start: " + warm.policy_spec));
   // Nodes build the architecture and tokenizer from a preset name where there is one (they then
@@ -223,6 +237,7 @@ Status Coordinator::readmit_pending() {
       continue;
     }
     MESHRL_RETURN_IF_ERROR(acc_->add(u.value(), a.weight));
+    norm_bound_->accepted(update_norm(u.value()));
     round_keys_.emplace_back(row.key, a.weight);
     round_staleness_.push_back(a.staleness);
     round_samples_ += row.n_samples;
@@ -266,6 +281,9 @@ v1::JoinReply Coordinator::join(const v1::JoinRequest& req, const std::string& p
     why = "node is configured for run " + req.run_id() + ", this coordinator runs " + run_id_;
   else if (!req.model_config_hash().empty() && req.model_config_hash() != model_config_hash_)
     why = "node's model (config hash " + req.model_config_hash() + ") is not this run's (" + model_config_hash_ + ")";
+  else if (req.signing_key().size() != trust::kPublicKeyBytes)
+    why = "join carries no Ed25519 signing key (" + std::to_string(trust::kPublicKeyBytes) + " bytes, got " +
+          std::to_string(req.signing_key().size()) + ")";
   else if (auto it = members_.find(req.name()); it != members_.end()) {
     char b[160];
     std::snprintf(b, sizeof b, "a node named '%s' is already joined (its lease expires in %.1f s); use another --name",
@@ -286,10 +304,16 @@ v1::JoinReply Coordinator::join(const v1::JoinRequest& req, const std::string& p
   m.last_seen = m.joined_at = now;
   members_[req.name()] = m;
   const bool rejoin = !ever_joined_.insert(req.name()).second;
+  // The key arrives over the connection that authenticated this name (mutual TLS), so it is bound
+  // to the node's identity; a new key (the node lost its key file) replaces the old one, logged.
+  std::string& key = signing_keys_[req.name()];
+  if (!key.empty() && key != req.signing_key())
+    (void)store_->ledger().node_event(req.name(), "signing_key_changed", trust::to_hex(key) + " -> " + trust::to_hex(req.signing_key()));
+  key = req.signing_key();
   records_[req.name()].name = req.name();
   records_[req.name()].left = false;
   nlohmann::json detail = {{"device", req.device()}, {"threads", req.threads()}, {"tokens_per_s", req.tokens_per_s()},
-                           {"peer", peer}, {"version", version_}};
+                           {"peer", peer}, {"version", version_}, {"signing_key", trust::to_hex(req.signing_key())}};
   (void)store_->ledger().node_event(req.name(), rejoin ? "rejoin" : "join", detail.dump());
   log(std::string(rejoin ? "rejoined: " : "joined: ") + req.name() + " (" + req.device() + ", " +
       std::to_string(req.threads()) + " threads) at version " + std::to_string(version_) + "; " +
@@ -391,10 +415,12 @@ void Coordinator::count_bytes_down(const std::string& name, uint64_t n, bool ful
   records_[name].bytes_down += n;
 }
 
-v1::SubmitReply Coordinator::reject(const UpdateKey& key, const std::string& reason, bool record) {
+v1::SubmitReply Coordinator::reject(const UpdateKey& key, RejectCode code, const std::string& detail, bool record) {
+  const std::string reason = std::string(reject_code_name(code)) + ": " + detail;
   v1::SubmitReply r;
   r.set_accepted(false);
   r.set_reason(reason);
+  r.set_code(reject_code_name(code));
   r.set_current_version(version_);
   if (record) (void)store_->ledger().mark_rejected(key, reason);
   else (void)store_->ledger().node_event(key.node, "update_refused", key.str() + ": " + reason);
@@ -408,13 +434,15 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
   // Decode outside the lock (the costly part); everything it checks is independent of state.
   Result<NamedTensors> decoded = invalid_argument("not decoded");
   const bool sizes_ok = payload.size() == h.declared_bytes() && h.declared_bytes() <= max_update_bytes_;
+  const std::string digest = sizes_ok ? trust::blake2b_256(payload) : std::string();
   if (sizes_ok) decoded = codec_->decode(payload, limits_, "update " + key.str());
+  const double norm = decoded.is_ok() ? update_norm(decoded.value()) : 0.0;
 
   std::lock_guard<std::mutex> lk(mu_);
   v1::SubmitReply r;
   r.set_current_version(version_);
   if (h.protocol_version() != kProtocolVersion)
-    return reject(key, "protocol version " + std::to_string(h.protocol_version()) + ", coordinator speaks " +
+    return reject(key, RejectCode::kProtocol, "protocol version " + std::to_string(h.protocol_version()) + ", coordinator speaks " +
                            std::to_string(kProtocolVersion), false);
   if (!session_ok(h.name(), h.session())) {
     r.set_accepted(false);
@@ -426,16 +454,26 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
   // Transport-level faults are not recorded under the update's key: a retry of the same update
   // over a working connection must still be accepted.
   if (h.declared_bytes() > max_update_bytes_)
-    return reject(key, "declared " + std::to_string(h.declared_bytes()) + " bytes, more than this run's maximum " +
+    return reject(key, RejectCode::kSize, "declared " + std::to_string(h.declared_bytes()) + " bytes, more than this run's maximum " +
                            std::to_string(max_update_bytes_), false);
   if (payload.size() > h.declared_bytes())
-    return reject(key, "payload larger than declared (" + std::to_string(h.declared_bytes()) + " bytes)", false);
+    return reject(key, RejectCode::kSize, "payload larger than declared (" + std::to_string(h.declared_bytes()) + " bytes)", false);
   if (payload.size() < h.declared_bytes())
-    return reject(key, "truncated upload: " + std::to_string(payload.size()) + " of " + std::to_string(h.declared_bytes()) +
+    return reject(key, RejectCode::kTruncated, "truncated upload: " + std::to_string(payload.size()) + " of " + std::to_string(h.declared_bytes()) +
                            " declared bytes arrived", false);
-  // A retry (the ack was lost, or the coordinator restarted): answer what was decided then.
+  // Authenticity before anything is looked up under the key: a forged or foreign header must
+  // neither learn nor touch the recorded outcome of a real update. These refusals are node events
+  // in the ledger, not rows under the key, so an impostor cannot block a genuine key.
+  if (h.signature().empty()) return reject(key, RejectCode::kBadSignature, "the update is not signed", false);
+  if (h.run_id() != run_id_)
+    return reject(key, RejectCode::kWrongRun, "update signed for run '" + h.run_id().substr(0, 64) + "', this coordinator runs " + run_id_, false);
+  if (std::string why = check_update_signature(h, digest, signing_keys_[h.name()], run_id_); !why.empty())
+    return reject(key, RejectCode::kBadSignature, why, false);
+  if (std::string why = rate_->admit(h.name(), mono_seconds()); !why.empty()) return reject(key, RejectCode::kRateLimited, why, false);
+  // A retry (the ack was lost, or the coordinator restarted): answer what was decided then. An
+  // exact replay of a signed update lands here too and changes nothing.
   auto found = store_->ledger().find(key);
-  if (!found.is_ok()) return reject(key, "ledger: " + found.status().message(), false);
+  if (!found.is_ok()) return reject(key, RejectCode::kInternal, "ledger: " + found.status().message(), false);
   if (found.value()) {
     const store::UpdateRow& row = *found.value();
     r.set_duplicate(true);
@@ -443,23 +481,38 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
     r.set_reason(row.reason);
     return r;
   }
-  if (finished_) return reject(key, "the run has finished at version " + std::to_string(version_), true);
+  // A new key must carry a seq above every one this node used before (the ledger keeps them
+  // across restarts): an old signed update replayed under its own, other key is refused here.
+  auto last = store_->ledger().last_seq(h.name());
+  if (!last.is_ok()) return reject(key, RejectCode::kInternal, "ledger: " + last.status().message(), false);
+  if (last.value() && h.seq() <= *last.value())
+    return reject(key, RejectCode::kReplay, "seq " + std::to_string(h.seq()) + " is not above " + std::to_string(*last.value()) +
+                                                ", the last seq seen from '" + h.name() + "'", false);
+  if (finished_) return reject(key, RejectCode::kFinished, "the run has finished at version " + std::to_string(version_), true);
   const Admission a = admit_update(rules_, version_, h.base_version(), h.n_samples());
-  if (!a.accepted) return reject(key, a.reason, true);
-  if (!decoded.is_ok()) return reject(key, decoded.status().message(), true);
+  if (!a.accepted) return reject(key, RejectCode::kStale, a.reason, true);
+  if (!decoded.is_ok()) {
+    // The decoder refuses NaN/Inf values and scales; name that case for what it is.
+    const bool nonfinite = decoded.status().message().find("finite") != std::string::npos;
+    return reject(key, nonfinite ? RejectCode::kNotFinite : RejectCode::kMalformed, decoded.status().message(), true);
+  }
   if (auto st = check_same_layout(decoded.value(), theta_, "update " + key.str()); !st.is_ok())
-    return reject(key, st.message(), true);
-  if (auto st = store_->spool_update(key.str(), payload); !st.is_ok()) return reject(key, "spool: " + st.message(), false);
+    return reject(key, RejectCode::kShape, st.message(), true);
+  if (std::string why = norm_bound_->check(norm); !why.empty()) return reject(key, RejectCode::kNorm, why, true);
+  if (auto st = store_->spool_update(key.str(), payload); !st.is_ok()) return reject(key, RejectCode::kInternal, "spool: " + st.message(), false);
   auto rec = store_->ledger().record_received(key, h.n_samples(), static_cast<int64_t>(payload.size()));
-  if (!rec.is_ok()) return reject(key, "ledger: " + rec.status().message(), false);
+  if (!rec.is_ok()) return reject(key, RejectCode::kInternal, "ledger: " + rec.status().message(), false);
   // Only now, with the bytes and the row on disk, does the update count (and get acknowledged).
   if (auto st = acc_->add(decoded.value(), a.weight); !st.is_ok()) {
     fatal_ = st;
-    return reject(key, "aggregate: " + st.message(), true);
+    return reject(key, RejectCode::kInternal, "aggregate: " + st.message(), true);
   }
+  norm_bound_->accepted(norm);
   round_keys_.emplace_back(key, a.weight);
   round_staleness_.push_back(a.staleness);
   round_rewards_.push_back(h.stats().reward_mean());
+  round_kl_.push_back(h.stats().kl());
+  round_entropy_.push_back(h.stats().entropy());
   round_samples_ += h.n_samples();
   ++round_.n_updates;
   if (a.staleness == 0 && round_fresh_.insert(h.name()).second) ++round_.n_fresh_nodes;
@@ -502,6 +555,13 @@ Status Coordinator::close_round(CloseReason reason) {
   for (double x : round_rewards_) rw += x;
   rep.mean_staleness = round_staleness_.empty() ? 0 : st / static_cast<double>(round_staleness_.size());
   rep.reward_mean = round_rewards_.empty() ? 0 : rw / static_cast<double>(round_rewards_.size());
+  auto mean_of = [](const std::vector<double>& xs) {
+    double t = 0;
+    for (double x : xs) t += x;
+    return xs.empty() ? 0.0 : t / static_cast<double>(xs.size());
+  };
+  rep.kl_mean = mean_of(round_kl_);
+  rep.entropy_mean = mean_of(round_entropy_);
   rep.samples = round_samples_;
   rep.broadcast_bytes = bytes.size();
 
@@ -510,10 +570,12 @@ Status Coordinator::close_round(CloseReason reason) {
   weights_blob_.reset();
   broadcasts_[v] = Blob{std::make_shared<const std::string>(std::move(bytes)), v, hash};
   while (broadcasts_.size() > 8) broadcasts_.erase(broadcasts_.begin());
-  acc_ = std::make_unique<MeanAccumulator>();
+  acc_->reset();
   round_keys_.clear();
   round_staleness_.clear();
   round_rewards_.clear();
+  round_kl_.clear();
+  round_entropy_.clear();
   round_fresh_.clear();
   round_samples_ = 0;
   round_ = {v, mono_seconds(), 0, 0};
@@ -603,6 +665,14 @@ std::string Coordinator::hash() const {
 std::map<std::string, NodeRecord> Coordinator::nodes() const {
   std::lock_guard<std::mutex> lk(mu_);
   return records_;
+}
+
+std::vector<Coordinator::LeaseView> Coordinator::leases() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  const double now = mono_seconds();
+  std::vector<LeaseView> out;
+  for (const auto& [name, m] : members_) out.push_back({name, now - m.last_seen, now - m.joined_at});
+  return out;
 }
 
 uint64_t Coordinator::bytes_up() const {

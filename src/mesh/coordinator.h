@@ -5,11 +5,13 @@
 // messages (proto/meshrl.proto) and send back what they return. Thread-safe (one mutex).
 //
 // One round, sync mode (round.h decides when it closes):
-//   submit: protocol, session, sizes -> ledger lookup (a retry gets the recorded outcome) ->
-//           staleness admission -> decode + layout check (refusals written to the ledger) ->
+//   submit: protocol, session, sizes -> run id + Ed25519 signature (update_signature.h) ->
+//           ledger lookup (a retry gets the recorded outcome) -> seq above the node's last (replay) ->
+//           rate limit -> staleness admission -> decode (finite) + layout + norm bound (refusals
+//           written to the ledger) ->
 //           spool (fsync) -> ledger.record_received -> accumulate (weight = samples x staleness)
 //           -> ack
-//   close:  weighted mean -> outer Nesterov step -> delta + error-feedback residual -> encode
+//   close:  aggregate ([mesh] aggregator) -> outer Nesterov step -> delta + error-feedback residual -> encode
 //           (the run's codec) -> decode -> apply exactly the decoded delta to theta -> hash ->
 //           store.write_version -> ledger.commit_round -> announce (WatchVersions)
 // In async mode a round closes as soon as one update is in. A crash anywhere resumes (resume())
@@ -36,7 +38,10 @@
 #include "mesh/mesh_config.h"
 #include "mesh/named_tensors.h"
 #include "mesh/outer_optimizer.h"
+#include "mesh/reject_code.h"
+#include "mesh/robust_aggregate.h"
 #include "mesh/round.h"
+#include "mesh/update_guard.h"
 #include "rl/sft.h"
 #include "rollout/policy.h"
 #include "store/run_store.h"
@@ -54,6 +59,8 @@ struct VersionReport {
   int64_t n_updates = 0;
   double mean_staleness = 0;
   double reward_mean = 0;          // mean of the applied updates' reported rewards
+  double kl_mean = 0;              // mean of the applied updates' reported KL and entropy
+  double entropy_mean = 0;
   int64_t samples = 0;             // completions behind the applied updates
   int64_t nodes_online = 0;
   uint64_t bytes_up = 0;           // cumulative update payload bytes received
@@ -81,6 +88,9 @@ struct CoordinatorOptions {
   std::function<void(const std::string&)> log;
   std::function<void(const VersionReport&)> on_version;
   std::function<void(const rl::SftProgress&)> on_sft_step;  // while training the warm start
+  // Threads for training the warm start when it is not cached (0 = [model] threads). `meshrl demo`
+  // passes every core: no node runs yet, so nothing competes with SFT for them.
+  int sft_threads = 0;
 };
 
 class Coordinator {
@@ -125,6 +135,13 @@ class Coordinator {
   const MeshRunConfig& config() const { return config_; }
   int64_t param_count() const { return param_count_; }
   std::map<std::string, NodeRecord> nodes() const;
+  // Who holds a lease now, and how long ago each renewed it (dashboards; read-only).
+  struct LeaseView {
+    std::string name;
+    double last_seen_age_s = 0;
+    double joined_age_s = 0;
+  };
+  std::vector<LeaseView> leases() const;
   uint64_t bytes_up() const;
   uint64_t bytes_down() const;
   uint64_t bytes_down_full() const;  // the part of bytes_down that was full weights (joins, re-syncs)
@@ -152,7 +169,8 @@ class Coordinator {
   Status close_round(CloseReason reason);            // under mu_
   void expire_leases(double now);                    // under mu_
   bool session_ok(const std::string& name, uint64_t session);  // under mu_; renews the lease
-  v1::SubmitReply reject(const store::UpdateKey& key, const std::string& reason, bool record);  // under mu_
+  // Answers "<code>: <detail>"; record: a row under the key (a retry gets the same answer), else a node event.
+  v1::SubmitReply reject(const store::UpdateKey& key, RejectCode code, const std::string& detail, bool record);  // under mu_
   v1::Manifest manifest() const;                     // under mu_
   void log(const std::string& line) const;
 
@@ -182,6 +200,7 @@ class Coordinator {
   std::shared_ptr<const std::string> weights_blob_;  // encoded theta at version_ (lazy)
   std::map<int64_t, Blob> broadcasts_;  // recent ones, with the hash of the version they lead to
   std::map<std::string, Member> members_;
+  std::map<std::string, std::string> signing_keys_;  // node -> Ed25519 public key registered at its last join
   std::map<std::string, NodeRecord> records_;
   std::set<std::string> ever_joined_;
   // After a resume, the nodes of the last round count towards the quorum until they are back or
@@ -190,10 +209,13 @@ class Coordinator {
   double grace_until_ = 0;
   // The open round.
   OpenRound round_;
-  std::unique_ptr<MeanAccumulator> acc_;
+  std::unique_ptr<Aggregator> acc_;           // [mesh] aggregator: mean (O(P)) or a robust rule (O(N P))
+  std::unique_ptr<NormBound> norm_bound_;     // ingest: norm within factor x running median
+  std::unique_ptr<RateLimiter> rate_;         // ingest: updates per node per minute
   std::vector<std::pair<store::UpdateKey, double>> round_keys_;
   std::vector<int64_t> round_staleness_;
   std::vector<double> round_rewards_;
+  std::vector<double> round_kl_, round_entropy_;
   int64_t round_samples_ = 0;
   std::set<std::string> round_fresh_;
   uint64_t bytes_up_ = 0, bytes_down_ = 0, bytes_down_full_ = 0;

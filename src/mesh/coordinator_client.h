@@ -4,7 +4,8 @@
 //
 // Errors: a transport failure (connection refused or reset, deadline) is kIoError and worth a
 // retry with backoff; a refusal by the coordinator comes back in the reply (accepted = false and
-// a reason), or for downloads as kInvalidArgument carrying the coordinator's reason.
+// a reason), or for downloads as kInvalidArgument carrying the coordinator's reason; a call refused
+// for the caller's identity (mutual TLS: unknown, revoked, another node's name) is kInvalidArgument.
 #pragma once
 
 #include <cstdint>

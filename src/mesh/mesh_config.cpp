@@ -34,6 +34,10 @@ std::vector<Field> fields_of(MeshSection& m) {
       {"lease_s", &m.lease_s},         {"heartbeat_s", &m.heartbeat_s},
       {"eval_every_rounds", &m.eval_every_rounds}, {"n_eval", &m.n_eval},
       {"overlap", &m.overlap},         {"seed", &m.seed},
+      {"aggregator", &m.aggregator},   {"trim_fraction", &m.trim_fraction},
+      {"clip_tau", &m.clip_tau},       {"clip_iters", &m.clip_iters},
+      {"norm_bound_factor", &m.norm_bound_factor}, {"norm_window", &m.norm_window},
+      {"max_updates_per_minute", &m.max_updates_per_minute},
   };
 }
 
@@ -68,6 +72,15 @@ Status validate_mesh_section(const MeshSection& m, const std::string& s) {
   if (!(m.heartbeat_s > 0 && m.heartbeat_s < m.lease_s)) return bad("heartbeat_s", "in (0, lease_s)", rl::format_double(m.heartbeat_s));
   if (m.eval_every_rounds < 0) return bad("eval_every_rounds", ">= 0", std::to_string(m.eval_every_rounds));
   if (m.n_eval < 0 || m.n_eval > 100000) return bad("n_eval", "in [0, 100000]", std::to_string(m.n_eval));
+  if (m.aggregator != "mean" && m.aggregator != "trimmed_mean" && m.aggregator != "median" && m.aggregator != "centered_clip")
+    return bad("aggregator", "mean, trimmed_mean, median or centered_clip", "\"" + m.aggregator + "\"");
+  if (!(m.trim_fraction >= 0 && m.trim_fraction < 0.5)) return bad("trim_fraction", "in [0, 0.5)", rl::format_double(m.trim_fraction));
+  if (!(m.clip_tau >= 0 && std::isfinite(m.clip_tau))) return bad("clip_tau", ">= 0", rl::format_double(m.clip_tau));
+  if (m.clip_iters < 1 || m.clip_iters > 100) return bad("clip_iters", "in [1, 100]", std::to_string(m.clip_iters));
+  if (!(m.norm_bound_factor == 0 || (m.norm_bound_factor >= 1 && std::isfinite(m.norm_bound_factor))))
+    return bad("norm_bound_factor", "0 (off) or >= 1", rl::format_double(m.norm_bound_factor));
+  if (m.norm_window < 1 || m.norm_window > 100000) return bad("norm_window", "in [1, 100000]", std::to_string(m.norm_window));
+  if (m.max_updates_per_minute < 0) return bad("max_updates_per_minute", ">= 0", std::to_string(m.max_updates_per_minute));
   return Status::ok();
 }
 

@@ -37,6 +37,17 @@ struct MeshSection {
   int64_t n_eval = 0;               // problems in those evaluations; 0 = [eval] n_eval
   bool overlap = true;              // async: nodes keep training while an update is in flight
   uint64_t seed = 0;                // run seed: node seeds derive from (seed, node index)
+  // Trust (robust_aggregate.h, update_guard.h):
+  std::string aggregator = "mean";  // mean | trimmed_mean | median | centered_clip
+  double trim_fraction = 0.125;     // trimmed_mean: share dropped at each end per coordinate, in [0, 0.5)
+  double clip_tau = 0;              // centered_clip: radius; 0 = the median distance to the center
+  int64_t clip_iters = 3;           // centered_clip: iterations, in [1, 100]
+  // Refuse an update with norm > factor x the median of recent accepted norms; 0 = off. Off by
+  // default: on the tiny test run honest norms span > 250x (an update from groups whose rewards
+  // were all equal carries only weight decay), so a factor must be chosen per run (configs/README.md).
+  double norm_bound_factor = 0;
+  int64_t norm_window = 32;         // how many recent accepted norms that median is over, >= 1
+  int64_t max_updates_per_minute = 600;  // per node; 0 = no limit
 };
 
 struct MeshRunConfig {

@@ -18,7 +18,9 @@
 #include "mesh/policy_params.h"
 #include "mesh/protocol.h"
 #include "mesh/sharded_task.h"
+#include "mesh/update_signature.h"
 #include "model/device.h"
+#include "rl/lora_setup.h"
 #include "rl/trainer.h"
 #include "rollout/policy.h"
 
@@ -47,7 +49,8 @@ struct Fatal {
 
 class NodeRunner {
  public:
-  NodeRunner(CoordinatorClient& c, const NodeOptions& o, const std::atomic<bool>* stop) : c_(c), o_(o), stop_ext_(stop) {}
+  NodeRunner(CoordinatorClient& c, const NodeOptions& o, const std::atomic<bool>* stop)
+      : c_(c), o_(o), stop_ext_(stop), key_(o.signing_key ? *o.signing_key : trust::SigningKey::generate()) {}
 
   Result<NodeReport> run() {
     t0_ = now_s();
@@ -110,6 +113,7 @@ class NodeRunner {
     req.set_tokens_per_s(tokens_per_s_);
     req.set_run_id(run_id_);
     req.set_model_config_hash(model_hash_);
+    req.set_signing_key(key_.public_key());
     double delay = 0.2;
     last_contact_ = std::max(last_contact_.load(), now_s());
     while (true) {
@@ -127,6 +131,8 @@ class NodeRunner {
         if (why.find("already joined") == std::string::npos)
           return invalid_argument("[node " + o_.name + "] join refused: " + why);
         log("join refused, retrying: " + why);
+      } else if (r.status().code() == StatusCode::kInvalidArgument) {
+        return invalid_argument("[node " + o_.name + "] join refused: " + r.status().message());  // e.g. revoked
       } else {
         log("join: " + r.status().message());
       }
@@ -149,6 +155,8 @@ class NodeRunner {
     MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(o_.device));
     const std::string spec = o_.model.empty() ? m.model_spec() : o_.model;
     MESHRL_ASSIGN_OR_RETURN(rollout::Policy policy, rollout::load_policy(spec, device, cfg_.run.model.weight_seed));
+    // [lora]: the same adapters as the coordinator's (A from the run's seed), so params_ is the B's.
+    MESHRL_RETURN_IF_ERROR(rl::setup_lora(cfg_.run.lora, *policy.model, "run config").status());
     model_hash_ = model_config_hash(policy.model->config());
     if (model_hash_ != m.model_config_hash())
       return invalid_argument("[node " + o_.name + "] model '" + spec + "' (config hash " + model_hash_ +
@@ -302,6 +310,9 @@ class NodeRunner {
     ++rep_.inner_steps;
     last_reward_ = m.reward_mean;
     tokens_per_s_ = m.tokens_per_s;
+    kl_sum_ += m.train.kl;
+    entropy_sum_ += m.train.entropy;
+    ++stat_steps_;
   }
 
   void add_idle(double dt) {
@@ -339,6 +350,15 @@ class NodeRunner {
     h.set_declared_bytes(out.bytes.size());
     h.mutable_stats()->set_reward_mean(reward);
     h.mutable_stats()->set_inner_steps(cfg_.mesh.inner_steps);
+    sign_update(h, run_id_, out.bytes, key_);  // retries resend this header as it is
+    {  // KL and entropy averaged over the steps since the last cut (dashboards, metrics.jsonl)
+      std::lock_guard<std::mutex> lk(prog_mu_);
+      const double n = static_cast<double>(std::max<int64_t>(1, stat_steps_));
+      h.mutable_stats()->set_kl(kl_sum_ / n);
+      h.mutable_stats()->set_entropy(entropy_sum_ / n);
+      kl_sum_ = entropy_sum_ = 0;
+      stat_steps_ = 0;
+    }
     out.reward = reward;
     return out;
   }
@@ -526,10 +546,13 @@ class NodeRunner {
   std::atomic<bool> quit_{false};
   std::atomic<uint64_t> session_{0};
   std::string run_id_, model_hash_;
+  const trust::SigningKey key_;  // signs every update (registered at each join)
   double t0_ = 0, t_train0_ = 0, idle_seconds_ = 0;
   std::mutex join_mu_;
   std::atomic<double> last_contact_{0};
   double tokens_per_s_ = 0, last_reward_ = 0;
+  double kl_sum_ = 0, entropy_sum_ = 0;  // since the last cut update (under prog_mu_)
+  int64_t stat_steps_ = 0;
 
   MeshRunConfig cfg_;
   std::unique_ptr<rl::GrpoTrainer> trainer_;

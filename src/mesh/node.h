@@ -26,6 +26,7 @@
 
 #include "core/status.h"
 #include "mesh/coordinator_client.h"
+#include "trust/signing_key.h"
 
 namespace meshrl::mesh {
 
@@ -39,6 +40,7 @@ struct NodeOptions {
   std::vector<std::string> overrides;  // "--task.key=value" / "--grpo.key=value" on the run's config
   double max_backoff_s = 5;            // reconnect backoff doubles from 0.2 s up to this
   double give_up_s = 300;              // stop after this long without reaching the coordinator
+  std::shared_ptr<const trust::SigningKey> signing_key;  // signs updates; null = a fresh key for this process
   std::function<void(const std::string&)> log;
 };
 

@@ -12,7 +12,8 @@ namespace meshrl::mesh {
 
 // Bump when a field's meaning changes (never reuse a field number). A node of another version is
 // refused at Join with both versions in the reason.
-inline constexpr uint32_t kProtocolVersion = 1;
+// 2: signed updates (JoinRequest.signing_key, UpdateHeader.run_id/payload_hash/signature).
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Weights, broadcasts and updates travel in chunks of at most this many bytes...
 inline constexpr size_t kChunkBytes = size_t{1} << 20;

@@ -200,6 +200,16 @@ Result<std::string> write_update(std::span<const UpdateTensorView> tensors, cons
   return out;
 }
 
+uint64_t update_record_bytes(size_t name_bytes, size_t rank) {
+  return sizeof(uint16_t) + name_bytes + sizeof(uint8_t) + rank * sizeof(int64_t) + sizeof(uint64_t) +
+         sizeof(uint32_t) + sizeof(uint64_t);
+}
+
+uint64_t update_raw_payload_bytes(CodecId codec, uint64_t numel, uint32_t block_size) {
+  uint64_t n = 0;
+  return raw_payload_bytes(codec, numel, codec == CodecId::kFp32 ? 1 : block_size, &n) ? n : UINT64_MAX;
+}
+
 // --- parsing -----------------------------------------------------------------------------------
 
 Result<ParsedUpdate> parse_update(std::string_view bytes, const UpdateDecodeLimits& limits, std::string_view source) {

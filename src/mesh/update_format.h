@@ -75,6 +75,12 @@ struct UpdateEncodeOptions {
 // non-finite value, a block size out of range, or a zstd failure.
 Result<std::string> write_update(std::span<const UpdateTensorView> tensors, const UpdateEncodeOptions& options);
 
+// Sizes of the layout above, for planning without encoding (src/plan): one tensor's header record
+// (name_len, name, rank, dims, numel, block_size, stored_bytes) and its payload before zstd.
+// Encoded size with zstd level 0 = kUpdateHeaderBytes + sum over tensors of both.
+uint64_t update_record_bytes(size_t name_bytes, size_t rank);
+uint64_t update_raw_payload_bytes(CodecId codec, uint64_t numel, uint32_t block_size);  // saturates on overflow
+
 // The caller's caps, set from what it expects (e.g. the run's parameter count): a buffer that
 // declares more is refused before anything is allocated for it.
 struct UpdateDecodeLimits {

@@ -84,6 +84,14 @@ torch::Tensor TransformerImpl::attention(DecoderLayerImpl& layer, const torch::T
   const int64_t H = config_.n_heads, Hkv = config_.n_kv_heads, G = H / Hkv, D = config_.head_dim();
   const double q_scale = 1.0 / std::sqrt(static_cast<double>(D));
   auto qkv = layer.b_qkv.defined() ? torch::addmm(layer.b_qkv, x, layer.w_qkv.t()) : torch::mm(x, layer.w_qkv.t());
+  if (lora_) {
+    // Each adapter adds into its slice of the fused output (the product's output is not saved by
+    // autograd, so adding in place is safe under training too).
+    const int64_t rows[3] = {H * D, Hkv * D, Hkv * D}, offsets[3] = {0, H * D, (H + Hkv) * D};
+    const LoraTarget parts[3] = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kV};
+    for (int i = 0; i < 3; ++i)
+      if (lora_->has(parts[i])) qkv.narrow(1, offsets[i], rows[i]).add_(lora_->apply(layer_index, parts[i], x));
+  }
   qkv = qkv.view({B, T, H + 2 * Hkv, D});
   const int64_t start = cache ? cache->length : 0;
   torch::Tensor q, k;  // q [B, T, H, D] already scaled by 1/sqrt(D); k [B, T, Hkv, D]
@@ -167,10 +175,16 @@ torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& tokens, KVCac
   for (size_t l = 0; l < layers_->size(); ++l) {
     auto& layer = *layers_[l]->as<DecoderLayerImpl>();
     auto att = attention(layer, norm(h, layer.attn_norm), B, T, static_cast<int64_t>(l), cache, key_mask, fused);
+    const auto li = static_cast<int64_t>(l);
     h = torch::addmm(h, att, layer.w_o.t());                                 // residual folded into the product
-    auto gu = torch::mm(norm(h, layer.mlp_norm), layer.w_gate_up.t());       // [B*T, 2F]
+    if (lora_ && lora_->has(LoraTarget::kO)) h = h + lora_->apply(li, LoraTarget::kO, att);
+    auto xn = norm(h, layer.mlp_norm);
+    auto gu = torch::mm(xn, layer.w_gate_up.t());                            // [B*T, 2F]
+    if (lora_ && lora_->has(LoraTarget::kGate)) gu.narrow(1, 0, F).add_(lora_->apply(li, LoraTarget::kGate, xn));
+    if (lora_ && lora_->has(LoraTarget::kUp)) gu.narrow(1, F, F).add_(lora_->apply(li, LoraTarget::kUp, xn));
     auto act = fused ? silu_mul_cpu(gu) : torch::silu(gu.narrow(1, 0, F)) * gu.narrow(1, F, F);
     h = torch::addmm(h, act, layer.w_down.t());
+    if (lora_ && lora_->has(LoraTarget::kDown)) h = h + lora_->apply(li, LoraTarget::kDown, act);
   }
   if (cache) cache->length += T;
   return h.view({B, T, E});
@@ -184,6 +198,40 @@ torch::Tensor TransformerImpl::logits_from_hidden(const torch::Tensor& hidden) {
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& tokens, KVCache* cache, const torch::Tensor& key_mask) {
   return logits_from_hidden(forward_hidden(tokens, cache, key_mask));
+}
+
+Status TransformerImpl::attach_lora(const LoraConfig& lora) {
+  if (lora_) return invalid_argument("[lora] this model already has adapters attached");
+  MESHRL_RETURN_IF_ERROR(check_lora_config(lora, "lora"));
+  for (auto& p : parameters()) p.set_requires_grad(false);  // the base is frozen from here on
+  lora_ = register_module("lora", LoraAdapters(config_, lora));
+  lora_->to(embed_.device());
+  return Status::ok();
+}
+
+Status TransformerImpl::merge_lora() {
+  if (!lora_) return invalid_argument("[lora] no adapters to merge");
+  {
+    torch::NoGradGuard no_grad;
+    const int64_t H = config_.n_heads, Hkv = config_.n_kv_heads, D = config_.head_dim(), F = config_.n_ff;
+    for (int64_t l = 0; l < config_.n_layers; ++l) {
+      auto& layer = *layers_[static_cast<size_t>(l)]->as<DecoderLayerImpl>();
+      auto fold = [&](LoraTarget t, torch::Tensor w) {  // w: a view into the fused weight
+        if (lora_->has(t)) w.add_(lora_->merged_delta(l, t));
+      };
+      fold(LoraTarget::kQ, layer.w_qkv.narrow(0, 0, H * D));
+      fold(LoraTarget::kK, layer.w_qkv.narrow(0, H * D, Hkv * D));
+      fold(LoraTarget::kV, layer.w_qkv.narrow(0, (H + Hkv) * D, Hkv * D));
+      fold(LoraTarget::kO, layer.w_o);
+      fold(LoraTarget::kGate, layer.w_gate_up.narrow(0, 0, F));
+      fold(LoraTarget::kUp, layer.w_gate_up.narrow(0, F, F));
+      fold(LoraTarget::kDown, layer.w_down);
+    }
+  }
+  unregister_module("lora");
+  lora_ = LoraAdapters(nullptr);
+  for (auto& p : parameters()) p.set_requires_grad(true);
+  return Status::ok();
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> TransformerImpl::hf_tensors() const {

@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/lora.h"
 #include "model/rope.h"
 
 namespace meshrl::model {
@@ -68,6 +69,16 @@ class TransformerImpl : public torch::nn::Module {
 
   int64_t n_params() const;
 
+  // LoRA (lora.h). attach_lora adds adapters as submodule "lora" (parameter names
+  // "lora.layers.N.q_proj_B", ...) and freezes every base parameter, so that only the adapters' B
+  // matrices require grad: optimizers and the mesh's trainable set (mesh/policy_params.h) then see
+  // only B. Fails on an invalid config or when adapters are already attached.
+  Status attach_lora(const LoraConfig& lora);
+  LoraAdapters lora() const { return lora_; }  // an empty holder when none is attached
+  // Folds W += (alpha / r) B A into the base weights, removes the adapters and makes the base
+  // trainable again. Fails when none is attached.
+  Status merge_lora();
+
  private:
   // x [B*T, E] normed -> attention output before o_proj, [B*T, H*D].
   torch::Tensor attention(DecoderLayerImpl& layer, const torch::Tensor& x, int64_t B, int64_t T, int64_t layer_index,
@@ -79,6 +90,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor norm_;     // [E]
   torch::Tensor lm_head_;  // [V, E], or undefined when tied to embed_
   torch::nn::ModuleList layers_;
+  LoraAdapters lora_{nullptr};
   RopeTable rope_;
 };
 TORCH_MODULE(Transformer);

@@ -13,6 +13,7 @@
 
 #include "core/file_io.h"
 #include "rl/config_field.h"
+#include "rl/lora_setup.h"
 
 namespace meshrl::rl {
 namespace {
@@ -79,10 +80,15 @@ std::vector<Field> fields_of(RunConfig& c) {
       {"eval", "max_new_tokens", &e.max_new_tokens},
       {"eval", "batch_size", &e.batch_size},
       {"checkpoint", "every_steps", &c.checkpoint.every_steps},
+      {"lora", "rank", &c.lora.rank},
+      {"lora", "alpha", &c.lora.alpha},
+      {"lora", "targets", &c.lora.targets},
+      {"lora", "seed", &c.lora.seed},
+      {"lora", "adapter", &c.lora.adapter},
   };
 }
 
-const std::set<std::string> kSections = {"model", "task", "sft", "grpo", "eval", "checkpoint"};
+const std::set<std::string> kSections = {"model", "task", "sft", "grpo", "eval", "checkpoint", "lora"};
 
 std::string where_key(const std::string& source, const std::string& section, const std::string& key) {
   return source + ": [" + section + "] " + key;
@@ -250,6 +256,9 @@ Status validate_run_config(const RunConfig& c, const std::string& source) {
   MESHRL_CHECK_INT("eval", "batch_size", e.batch_size, e.batch_size >= 1 && e.batch_size <= 65536, "in [1, 65536]");
 
   MESHRL_CHECK_INT("checkpoint", "every_steps", c.checkpoint.every_steps, c.checkpoint.every_steps >= 0, ">= 0 (0 = only at the end)");
+  MESHRL_CHECK_INT("lora", "rank", c.lora.rank, c.lora.rank >= 0 && c.lora.rank <= 65536, "in [0, 65536] (0 = full weights)");
+  MESHRL_CHECK_NUM("lora", "alpha", c.lora.alpha, c.lora.alpha > 0 && c.lora.alpha <= 1e6, "in (0, 1e6]");
+  if (auto t = lora_targets_of(c.lora, where_key(source, "lora", "targets")); !t.is_ok()) return t.status();
   return tasks::validate_task_config(c.task, source + ": [task]");
 }
 
@@ -275,7 +284,7 @@ Status apply_overrides(RunConfig& c, const std::vector<std::string>& args, const
     const std::string section = key.substr(0, dot), name = key.substr(dot + 1);
     if (!kSections.count(section))
       return invalid_argument("command line: unknown section [" + section + "] in '" + args[i] +
-                              "'; sections are model, task, sft, grpo, eval, checkpoint");
+                              "'; sections are model, task, sft, grpo, eval, checkpoint, lora");
     if (section == "task") {
       MESHRL_RETURN_IF_ERROR(apply_task_override(c, name, value, source));
       continue;
@@ -304,7 +313,7 @@ Result<RunConfig> parse_run_config(const std::string& text, const std::string& s
     const std::string section(k.str());
     if (!kSections.count(section)) {
       if (!v.is_table()) return invalid_argument(source + ": unknown top-level key '" + section + "'; every key belongs in a [section]");
-      return invalid_argument(source + ": unknown section [" + section + "]; sections are model, task, sft, grpo, eval, checkpoint");
+      return invalid_argument(source + ": unknown section [" + section + "]; sections are model, task, sft, grpo, eval, checkpoint, lora");
     }
     if (!v.is_table()) return invalid_argument(source + ": '" + section + "' must be a [section] table, got " + toml_type_name(v));
     if (section == "task") {
@@ -373,7 +382,7 @@ nlohmann::json run_config_to_json(const RunConfig& config) {
 std::string run_config_to_toml(const RunConfig& config) {
   const json j = run_config_to_json(config);
   toml::table root;
-  for (const char* s : {"model", "task", "sft", "grpo", "eval", "checkpoint"}) root.insert_or_assign(s, json_to_toml_table(j[s]));
+  for (const char* s : {"model", "task", "sft", "grpo", "eval", "checkpoint", "lora"}) root.insert_or_assign(s, json_to_toml_table(j[s]));
   std::ostringstream os;
   // Basic strings only: toml++ would write "\n" as a multi-line literal ''''\n'''', whose first
   // newline TOML readers trim, so a stop string would not read back.

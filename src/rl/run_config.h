@@ -87,6 +87,16 @@ struct CheckpointSection {
   int64_t every_steps = 0;       // write RUN_DIR/checkpoints/step-N every N steps; 0 = only at the end
 };
 
+// LoRA adapters (model/lora.h): with rank > 0 the base is frozen and only the adapters' B
+// matrices are trained (and, on the mesh, exchanged). rl/lora_setup.h turns this into adapters.
+struct LoraSection {
+  int64_t rank = 0;        // adapter rank r; 0 = train the full weights
+  double alpha = 16.0;     // the update is scaled by alpha / r, > 0
+  std::string targets = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj";  // comma-separated
+  uint64_t seed = 0;       // seed of the frozen A matrices; one per run (every node draws the same A)
+  std::string adapter;     // start from this adapter folder instead of fresh adapters ("" = fresh)
+};
+
 struct RunConfig {
   ModelSection model;
   tasks::TaskConfig task;
@@ -94,6 +104,7 @@ struct RunConfig {
   GrpoSection grpo;
   EvalSection eval;
   CheckpointSection checkpoint;
+  LoraSection lora;
 };
 
 // Parses TOML text. `source` names the file in messages ("run.toml"). `overrides` are command-line

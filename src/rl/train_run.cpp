@@ -6,6 +6,8 @@
 
 #include "core/file_io.h"
 #include "model/device.h"
+#include "model/lora_io.h"
+#include "rl/lora_setup.h"
 #include "rl/metrics_log.h"
 #include "rl/policy_folder.h"
 #include "rl/warm_start.h"
@@ -48,6 +50,15 @@ Result<TrainRunSummary> run_training(const RunConfig& c, const fs::path& run_dir
   else if (warm.cached)
     log("sft: reusing cached warm start " + warm.policy_spec);
   MESHRL_ASSIGN_OR_RETURN(rollout::Policy policy, rollout::load_policy(warm.policy_spec, device, c.model.weight_seed));
+  // [lora]: adapters on the warm start, which stays frozen; checkpoints then also hold DIR/adapter.
+  MESHRL_ASSIGN_OR_RETURN(const bool adapters, setup_lora(c.lora, *policy.model, "run config"));
+  if (adapters) {
+    int64_t trained = 0;
+    for (const auto& p : policy.model->parameters())
+      if (p.requires_grad()) trained += p.numel();
+    log("lora: r = " + std::to_string(policy.model->lora()->config().rank) + ", training " + std::to_string(trained) +
+        " adapter values (B) on a frozen base");
+  }
   GrpoTrainer trainer(std::move(policy), task, c.grpo, c.eval);
 
   MESHRL_ASSIGN_OR_RETURN(MetricsLog metrics, MetricsLog::open(run_dir / "metrics.jsonl"));
@@ -59,6 +70,7 @@ Result<TrainRunSummary> run_training(const RunConfig& c, const fs::path& run_dir
   auto save_checkpoint = [&](int64_t step) -> Result<fs::path> {
     const fs::path dir = run_dir / "checkpoints" / ("step-" + std::to_string(step));
     MESHRL_RETURN_IF_ERROR(save_policy_folder(dir, trainer.policy().model, *trainer.policy().tokenizer, warm.policy_spec));
+    if (adapters) MESHRL_RETURN_IF_ERROR(model::save_adapter(dir / "adapter", *trainer.policy().model, warm.policy_spec));
     return dir;
   };
 

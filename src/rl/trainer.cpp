@@ -90,6 +90,8 @@ model::Transformer clone_frozen(const model::Transformer& m) {
   model::Transformer ref(m->config());
   const auto device = m->parameters()[0].device();
   ref->to(device);
+  // Adapters too, so the reference is the policy as it starts, parameter for parameter.
+  if (m->lora()) MESHRL_CHECK(ref->attach_lora(m->lora()->config()).is_ok(), "[trainer] cannot copy the policy's adapters");
   torch::NoGradGuard no_grad;
   auto src = m->parameters();
   auto dst = ref->parameters();

@@ -8,6 +8,8 @@
 #include "core/file_io.h"
 #include "meshrl.grpc.pb.h"
 #include "mesh/protocol.h"
+#include "rpc/peer_identity.h"
+#include "trust/run_ca.h"
 
 namespace meshrl::rpc {
 
@@ -18,18 +20,38 @@ using mesh::Coordinator;
 
 class Service final : public v1::Coordinator::Service {
  public:
-  explicit Service(Coordinator& c) : c_(c) {}
+  Service(Coordinator& c, bool mutual_tls) : c_(c), mutual_tls_(mutual_tls) {}
   std::atomic<bool> stopping{false};
 
+  // Under mutual TLS a request may only speak for the node its certificate names (the auth
+  // processor has already refused unknown, revoked and CA-less peers before any handler runs).
+  std::string identity_refusal(const grpc::ServerContext& ctx, const std::string& claimed) const {
+    if (!mutual_tls_) return {};
+    const auto who = authenticated_node(ctx);
+    if (!who) return "no authenticated node name on this connection";
+    if (*who != claimed)
+      return "this connection is authenticated as '" + *who + "' but the request speaks for '" + claimed.substr(0, 64) + "'";
+    return {};
+  }
+  static grpc::Status denied(const std::string& why) { return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, why); }
+
   grpc::Status Join(grpc::ServerContext* ctx, const v1::JoinRequest* req, v1::JoinReply* reply) override {
+    if (std::string why = identity_refusal(*ctx, req->name()); !why.empty()) {
+      reply->set_accepted(false);  // an answer, not a transport error: the node stops instead of retrying
+      reply->set_reason(why);
+      reply->set_protocol_version(mesh::kProtocolVersion);
+      return grpc::Status::OK;
+    }
     *reply = c_.join(*req, ctx->peer());
     return grpc::Status::OK;
   }
-  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req, v1::HeartbeatReply* reply) override {
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req, v1::HeartbeatReply* reply) override {
+    if (std::string why = identity_refusal(*ctx, req->name()); !why.empty()) return denied(why);
     *reply = c_.heartbeat(*req);
     return grpc::Status::OK;
   }
-  grpc::Status Leave(grpc::ServerContext*, const v1::LeaveRequest* req, v1::LeaveReply* reply) override {
+  grpc::Status Leave(grpc::ServerContext* ctx, const v1::LeaveRequest* req, v1::LeaveReply* reply) override {
+    if (std::string why = identity_refusal(*ctx, req->name()); !why.empty()) return denied(why);
     *reply = c_.leave(*req);
     return grpc::Status::OK;
   }
@@ -69,13 +91,15 @@ class Service final : public v1::Coordinator::Service {
   }
 
   grpc::Status DownloadWeights(grpc::ServerContext* ctx, const v1::DownloadRequest* req, grpc::ServerWriter<v1::DataChunk>* w) override {
+    if (std::string why = identity_refusal(*ctx, req->name()); !why.empty()) return denied(why);
     return stream_blob(ctx, req->name(), c_.weights(req->name(), req->session(), req->version()), req->offset(), w, true);
   }
   grpc::Status GetBroadcast(grpc::ServerContext* ctx, const v1::BroadcastRequest* req, grpc::ServerWriter<v1::DataChunk>* w) override {
+    if (std::string why = identity_refusal(*ctx, req->name()); !why.empty()) return denied(why);
     return stream_blob(ctx, req->name(), c_.broadcast(req->name(), req->session(), req->version()), req->offset(), w, false);
   }
 
-  grpc::Status SubmitUpdate(grpc::ServerContext*, grpc::ServerReader<v1::UpdateChunk>* r, v1::SubmitReply* reply) override {
+  grpc::Status SubmitUpdate(grpc::ServerContext* ctx, grpc::ServerReader<v1::UpdateChunk>* r, v1::SubmitReply* reply) override {
     v1::UpdateChunk c;
     if (!r->Read(&c) || !c.has_header()) {
       reply->set_accepted(false);
@@ -83,6 +107,7 @@ class Service final : public v1::Coordinator::Service {
       return grpc::Status::OK;
     }
     const v1::UpdateHeader h = c.header();
+    if (std::string why = identity_refusal(*ctx, h.name()); !why.empty()) return denied(why);
     // Read at most one byte past what was declared (capped by the run's maximum): enough to know
     // the payload is larger than declared, never enough to exhaust memory.
     const uint64_t cap = std::min<uint64_t>(h.declared_bytes(), c_.max_update_bytes()) + 1;
@@ -98,6 +123,7 @@ class Service final : public v1::Coordinator::Service {
 
   grpc::Status WatchVersions(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                              grpc::ServerWriter<v1::VersionAnnouncement>* w) override {
+    if (std::string why = identity_refusal(*ctx, req->name()); !why.empty()) return denied(why);
     int64_t after = -1;
     while (!ctx->IsCancelled() && !stopping) {
       auto a = c_.wait_version(after, 0.5);
@@ -114,6 +140,7 @@ class Service final : public v1::Coordinator::Service {
 
  private:
   Coordinator& c_;
+  const bool mutual_tls_;
 };
 
 }  // namespace
@@ -126,19 +153,27 @@ struct CoordinatorServer::Impl {
 Result<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(mesh::Coordinator& coordinator, const ServerOptions& o) {
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer());
   s->impl_ = std::make_unique<Impl>();
-  s->impl_->service = std::make_unique<Service>(coordinator);
+  s->impl_->service = std::make_unique<Service>(coordinator, !o.insecure);
   std::shared_ptr<grpc::ServerCredentials> creds;
   if (o.insecure) {
+    if (!is_loopback_target(o.listen))
+      return invalid_argument("[coordinator] refusing plaintext gRPC on " + o.listen +
+                              ": --insecure is for loopback only (--listen 127.0.0.1); use --ca DIR from `meshrl ca init`");
     creds = grpc::InsecureServerCredentials();
   } else {
-    if (o.cert.empty() || o.key.empty())
-      return invalid_argument("[coordinator] TLS needs --cert and --key (PEM files); or pass --insecure on a trusted network");
-    grpc::SslServerCredentialsOptions ssl;
+    if (o.ca_dir.empty())
+      return invalid_argument("[coordinator] mutual TLS needs --ca DIR (a run CA from `meshrl ca init DIR`); or --insecure on loopback");
+    const trust::CaFiles ca{o.ca_dir};
+    const trust::IdentityFiles own = ca.coordinator();
+    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    MESHRL_ASSIGN_OR_RETURN(ssl.pem_root_certs, read_file(ca.ca_cert(), 1 << 20));
     grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-    MESHRL_ASSIGN_OR_RETURN(pair.cert_chain, read_file(o.cert, 1 << 20));
-    MESHRL_ASSIGN_OR_RETURN(pair.private_key, read_file(o.key, 1 << 20));
+    MESHRL_ASSIGN_OR_RETURN(pair.cert_chain, read_file(o.cert.empty() ? own.cert : std::filesystem::path(o.cert), 1 << 20));
+    MESHRL_ASSIGN_OR_RETURN(pair.private_key, read_file(o.key.empty() ? own.key : std::filesystem::path(o.key), 1 << 20));
     ssl.pem_key_cert_pairs.push_back(pair);
     creds = grpc::SslServerCredentials(ssl);
+    creds->SetAuthMetadataProcessor(
+        std::make_shared<NodeAuthProcessor>(std::make_shared<const trust::AccessPolicy>(ca.allowed(), ca.revoked())));
   }
   grpc::ServerBuilder b;
   b.AddListeningPort(o.listen, creds, &s->port_);

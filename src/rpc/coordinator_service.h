@@ -3,6 +3,8 @@
 // reads uploads chunk by chunk up to the declared size (one byte more is "larger than
 // declared"; fewer at end of stream is "truncated"), and holds WatchVersions streams open.
 // Explicit message size limits (kMaxMessageBytes). Knows nothing about rounds or tensors.
+// Security: mutual TLS with the run CA, every call's peer checked before any handler and every
+// request's node name checked against its certificate (peer_identity.h); plaintext only on loopback.
 #pragma once
 
 #include <memory>
@@ -15,9 +17,10 @@ namespace meshrl::rpc {
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";   // host:port; port 0 = ephemeral (port() says which)
-  bool insecure = true;                 // plaintext; else TLS with the files below
-  std::string cert;                     // PEM certificate chain of the coordinator
-  std::string key;                      // PEM private key
+  bool insecure = true;                 // plaintext, loopback only; else mutual TLS with the run CA below
+  std::string ca_dir;                   // run CA folder (trust/run_ca.h): client CA, allow/revocation lists
+  std::string cert;                     // PEM certificate chain of the coordinator (default CA_DIR/coordinator/cert.pem)
+  std::string key;                      // PEM private key (default CA_DIR/coordinator/key.pem)
 };
 
 class CoordinatorServer {

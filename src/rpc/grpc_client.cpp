@@ -8,6 +8,7 @@
 #include "core/file_io.h"
 #include "meshrl.grpc.pb.h"
 #include "mesh/protocol.h"
+#include "rpc/peer_identity.h"
 
 namespace meshrl::rpc {
 
@@ -22,6 +23,10 @@ void set_deadline(grpc::ClientContext& ctx, double seconds) {
 }
 
 Status transport_error(const char* call, const grpc::Status& s) {
+  // Refused for who we are (not on the allow-list, revoked, another node's name): retrying cannot
+  // help, so it is not an I/O error (which the node retries with backoff).
+  if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::PERMISSION_DENIED)
+    return invalid_argument(std::string("[rpc] ") + call + " refused by the coordinator: " + s.error_message());
   return io_error(std::string("[rpc] ") + call + ": " + s.error_message() + " (grpc code " +
                   std::to_string(static_cast<int>(s.error_code())) + ")");
 }
@@ -164,6 +169,8 @@ Result<std::unique_ptr<mesh::CoordinatorClient>> make_grpc_client(const ChannelO
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   std::shared_ptr<grpc::ChannelCredentials> creds;
   if (o.insecure) {
+    if (!is_loopback_target(o.target))
+      return invalid_argument("[node] refusing plaintext gRPC to " + o.target + ": --insecure is for loopback only; use --identity DIR");
     creds = grpc::InsecureChannelCredentials();
   } else {
     grpc::SslCredentialsOptions ssl;

@@ -14,9 +14,9 @@ namespace meshrl::rpc {
 
 struct ChannelOptions {
   std::string target;          // host:port
-  bool insecure = true;        // plaintext; else TLS with the files below
+  bool insecure = true;        // plaintext, loopback only; else TLS with the files below
   std::string ca_cert;         // PEM file of the CA that signed the coordinator's certificate
-  std::string client_cert;     // optional (mutual TLS is a later issue): PEM certificate + key
+  std::string client_cert;     // the node's certificate + key (a run coordinator requires them: mutual TLS)
   std::string client_key;
 };
 

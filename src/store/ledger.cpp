@@ -179,6 +179,15 @@ Status Ledger::node_event(const std::string& node, const std::string& event, con
   return st.run();
 }
 
+Result<std::optional<int64_t>> Ledger::last_seq(const std::string& node) const {
+  std::lock_guard lock(impl_->mu);
+  MESHRL_ASSIGN_OR_RETURN(auto st, sql::Stmt::prepare(impl_->db, "SELECT MAX(seq) FROM updates WHERE node = ?1"));
+  st.bind(1, std::string_view(node));
+  MESHRL_ASSIGN_OR_RETURN(bool has, st.step());
+  if (!has || st.col_null(0)) return std::optional<int64_t>();
+  return std::optional<int64_t>(st.col_int(0));
+}
+
 std::vector<NodeEvent> Ledger::node_events() const {
   std::lock_guard lock(impl_->mu);
   auto st = or_throw(sql::Stmt::prepare(impl_->db, "SELECT node, event, detail, at FROM node_events ORDER BY id"));

@@ -96,6 +96,9 @@ class Ledger {
   // that a kReceived row always has its bytes on disk.
   Result<bool> record_received(const UpdateKey& k, int64_t n_samples, int64_t bytes);
   Result<std::optional<UpdateRow>> find(const UpdateKey& k) const;
+  // The highest seq of any update recorded from `node` (received, applied or rejected), or nullopt:
+  // the coordinator refuses a new update at or below it as a replay, also across restarts.
+  Result<std::optional<int64_t>> last_seq(const std::string& node) const;
 
   // kReceived -> kRejected with the reason. An unknown key is recorded directly as kRejected (an
   // update refused before it was received, e.g. too stale), so a retry gets the same answer.

@@ -72,7 +72,18 @@ Result<Score> ArithmeticTask::score(const Problem& problem, std::string_view com
   const bool correct = *got == *want;
   std::string detail = correct ? "ok" : "expected " + problem.answer + ", got " + std::to_string(*got);
   if (!at.ended_with_stop) detail += " (no newline at the end)";
-  return make_score(correct, at.ended_with_stop, bonus, detail);
+  Score s = make_score(correct, at.ended_with_stop, bonus, detail);
+  if (!correct) s.reward += cfg_.arithmetic.digit_credit * matching_digit_share(*want, *got);
+  return s;
+}
+
+double matching_digit_share(int64_t want, int64_t got) {
+  if ((want < 0) != (got < 0)) return 0;
+  const std::string w = std::to_string(want < 0 ? -want : want), g = std::to_string(got < 0 ? -got : got);
+  const size_t n = std::max(w.size(), g.size());
+  size_t same = 0;
+  for (size_t i = 0; i < std::min(w.size(), g.size()); ++i) same += w[w.size() - 1 - i] == g[g.size() - 1 - i];
+  return static_cast<double>(same) / static_cast<double>(n);
 }
 
 std::optional<std::string> ArithmeticTask::solution(const Problem& problem) const {

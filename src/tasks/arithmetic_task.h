@@ -32,6 +32,10 @@ class ArithmeticTask : public GeneratedTask {
 // own inverse).
 std::string reverse_digits(std::string_view s);
 
+// Share of digit positions, aligned at the units digit and counted over the longer number, where
+// `got` matches `want` (0 when the signs differ): 82 vs 81 -> 0.5, 182 vs 82 -> 2/3.
+double matching_digit_share(int64_t want, int64_t got);
+
 // Parses a canonical integer ("-?(0|[1-9][0-9]*)", at most 18 digits); nullopt otherwise.
 std::optional<int64_t> parse_canonical_int(std::string_view s);
 

@@ -145,6 +145,9 @@ Status validate_task_config(const TaskConfig& c, const std::string& where) {
   if (c.kind == "arithmetic") {
     MESHRL_RETURN_IF_ERROR(check_int(where, "arithmetic.digits", c.arithmetic.digits, 1, 6));
     MESHRL_RETURN_IF_ERROR(check_operators(where, "arithmetic.operators", c.arithmetic.operators, "+-*"));
+    const double dc = c.arithmetic.digit_credit;
+    if (!std::isfinite(dc) || dc < 0 || dc >= 1)
+      return bad(where, "arithmetic.digit_credit", "must be in [0, 1) (a wrong answer must earn less than a right one), got " + std::to_string(dc));
   }
   if (c.kind == "countdown") {
     const CountdownConfig& d = c.countdown;
@@ -198,6 +201,7 @@ Result<TaskConfig> task_config_from_json(const json& j, const std::string& where
     MESHRL_RETURN_IF_ERROR(r.boolean("allow_negative", &c.arithmetic.allow_negative));
     MESHRL_RETURN_IF_ERROR(r.boolean("pad_operands", &c.arithmetic.pad_operands));
     MESHRL_RETURN_IF_ERROR(r.boolean("reverse_answer", &c.arithmetic.reverse_answer));
+    MESHRL_RETURN_IF_ERROR(r.number("digit_credit", &c.arithmetic.digit_credit));
     MESHRL_RETURN_IF_ERROR(r.finish());
   }
   MESHRL_ASSIGN_OR_RETURN(const json* d, top.object("countdown"));
@@ -268,7 +272,8 @@ json task_config_to_json(const TaskConfig& c) {
       {"split_seed", c.split_seed},
       {"arithmetic", {{"digits", c.arithmetic.digits}, {"operators", c.arithmetic.operators}, {"allow_negative", c.arithmetic.allow_negative},
                       {"pad_operands", c.arithmetic.pad_operands},
-                      {"reverse_answer", c.arithmetic.reverse_answer}}},
+                      {"reverse_answer", c.arithmetic.reverse_answer},
+                      {"digit_credit", c.arithmetic.digit_credit}}},
       {"countdown",
        {{"n_numbers", c.countdown.n_numbers},
         {"number_min", c.countdown.number_min},

@@ -37,6 +37,10 @@ struct ArithmeticConfig {
                                   // ("37+45=" -> "28\n" for 82), the order in which carries are
                                   // computed (Lee et al. 2023, "Teaching Arithmetic to Small
                                   // Transformers"); the verifier reverses it back before comparing
+  double digit_credit = 0;        // in [0, 1): a wrong answer earns digit_credit x the share of its
+                                  // digits that match the reference (aligned at the units digit,
+                                  // over the longer of the two), a denser signal than right/wrong;
+                                  // Score.correct and pass@1 stay exact
 };
 
 // kind = "countdown": prompt "3 7 25 50 -> 72:", completion "50+25-3\n".

@@ -59,9 +59,11 @@ class Mesh:
         self.procs[key] = p
         return p
 
-    def start_coordinator(self, resume=False, port=None, extra=()):
+    def start_coordinator(self, resume=False, port=None, extra=(), ca=None):
+        """ca: a run CA folder (`meshrl ca init`) for mutual TLS; else plaintext on loopback."""
         self.port = port if port is not None else (self.port or free_port())
-        args = ["coordinator", "--insecure", "--listen", "127.0.0.1", "--port", str(self.port), "--linger", "20"]
+        security = ["--ca", ca] if ca else ["--insecure"]
+        args = ["coordinator"] + security + ["--listen", "127.0.0.1", "--port", str(self.port), "--linger", "20"]
         args += ["--resume", self.run_dir] if resume else ["--config", CONFIG, "--run-dir", self.run_dir] + self.overrides
         args += list(extra)
         seen = self.read("coordinator").count("listening on")  # the log is appended across restarts
@@ -75,8 +77,10 @@ class Mesh:
         ports = dict(re.findall(r"^(\w+)\s+listening on 127\.0\.0\.1:(\d+)", self.read("emulator"), re.M))
         return {k: int(v) for k, v in ports.items()}
 
-    def start_node(self, name, port=None, shard=None, extra=()):
-        args = ["node", "--coordinator", f"127.0.0.1:{port or self.port}", "--name", name, "--threads", "1", "--insecure",
+    def start_node(self, name, port=None, shard=None, extra=(), identity=None):
+        """identity: a folder from `meshrl ca issue` (mutual TLS); else plaintext on loopback."""
+        security = ["--identity", identity] if identity else ["--insecure"]
+        args = ["node", "--coordinator", f"127.0.0.1:{port or self.port}", "--name", name, "--threads", "1"] + security + [
                 "--give-up", "120", "--report", os.path.join(self.dir, name + ".json")]
         if shard:
             args += ["--shard", shard]

@@ -2,7 +2,7 @@
 """Mesh integration tests: real processes on loopback (coordinator, nodes, link emulator), tiny
 model, seeded, bounded in time. One case per ctest entry:
     python3 tests/integration/test_mesh.py --meshrl build-mesh/meshrl --case four_nodes
-Cases: four_nodes, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes.
+Cases: four_nodes, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes, mutual_tls.
 MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
 """
 import argparse
@@ -10,11 +10,12 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mesh_harness import Mesh  # noqa: E402
+from mesh_harness import CONFIG, Mesh  # noqa: E402
 
 CITIES = ["paris", "zurich", "dublin", "toronto"]
 
@@ -173,7 +174,47 @@ def fourteen_nodes(meshrl):
     m.close()
 
 
-CASES = {f.__name__: f for f in [four_nodes, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes]}
+def mutual_tls(meshrl):
+    """The run CA through the CLI (`meshrl ca init/issue/revoke`), a coordinator requiring mutual
+    TLS (--ca) and two nodes with their identities finish the rounds on the coordinator's hash
+    (signed updates, applied exactly once). A revoked node and a node claiming another's name are
+    refused and stop on their own, with nothing of theirs in the ledger; plaintext off loopback is
+    refused before anything starts."""
+    m = Mesh(meshrl, "tls", ["--mesh.rounds=2"])
+    ca = os.path.join(m.dir, "ca")
+
+    def cli(*args):
+        r = subprocess.run([meshrl, *args], capture_output=True, text=True, timeout=120, env=m.env, cwd=m.dir)
+        return r.returncode, r.stdout + r.stderr
+
+    assert cli("ca", "init", ca)[0] == 0
+    for n in ["paris", "zurich", "dublin"]:
+        assert cli("ca", "issue", n, "--ca", ca)[0] == 0
+    assert cli("ca", "revoke", "dublin", "--ca", ca)[0] == 0
+    rc, out = cli("coordinator", "--insecure", "--listen", "0.0.0.0", "--port", "0", "--config", CONFIG)
+    assert rc != 0 and "loopback" in out, out
+    rc, out = cli("node", "--coordinator", "10.0.0.7:50051", "--name", "paris", "--insecure")
+    assert rc != 0 and "loopback" in out, out
+
+    m.start_coordinator(ca=ca)
+    for i, n in enumerate(["paris", "zurich"]):
+        m.start_node(n, shard=f"{i}/2", identity=os.path.join(ca, "nodes", n))
+    m.start_node("dublin", identity=os.path.join(ca, "nodes", "dublin"))
+    m.start_node("toronto", identity=os.path.join(ca, "nodes", "paris"))  # paris's certificate, another name
+    for n, why in [("dublin", "revoked"), ("toronto", "authenticated as 'paris'")]:
+        rc = m.procs[n].wait(timeout=120)
+        assert rc != 0 and why in m.read(n), f"{n} exited {rc}: {m.read(n)[-600:]}"
+    for n in ["paris", "zurich"]:
+        m.wait_exit(n, 240)
+    assert m.version() == 2, m.version()
+    m.check_hashes(["paris", "zurich"])
+    m.check_exactly_once(["paris", "zurich"])
+    assert m.query("select count(*) from node_events where node in ('dublin', 'toronto')")[0][0] == 0
+    assert m.query("select count(*) from updates where node in ('dublin', 'toronto')")[0][0] == 0
+    m.close()
+
+
+CASES = {f.__name__: f for f in [four_nodes, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes, mutual_tls]}
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()

@@ -15,6 +15,7 @@
 #include "mesh/content_hash.h"
 #include "mesh/coordinator.h"
 #include "mesh/protocol.h"
+#include "mesh/update_signature.h"
 #include "rpc/coordinator_service.h"
 #include "rpc/grpc_client.h"
 
@@ -67,6 +68,7 @@ class CoordinatorRpc : public ::testing::Test {
     r.set_name(name);
     r.set_device("cpu");
     r.set_threads(1);
+    r.set_signing_key(key_.public_key());
     return r;
   }
   v1::JoinReply join(const std::string& name) { return client_->join(hello(name)).value(); }
@@ -93,6 +95,7 @@ class CoordinatorRpc : public ::testing::Test {
     return h;
   }
 
+  const trust::SigningKey key_ = trust::SigningKey::generate();
   fs::path dir_;
   std::unique_ptr<mesh::Coordinator> coord_;
   std::unique_ptr<CoordinatorServer> server_;
@@ -121,6 +124,12 @@ TEST_F(CoordinatorRpc, RefusesIncompatibleNodesAndKeepsServing) {
   r = client_->join(hello("Bad/Name")).value();
   EXPECT_FALSE(r.accepted());
 
+  auto no_key = hello("paris");
+  no_key.clear_signing_key();
+  r = client_->join(no_key).value();
+  EXPECT_FALSE(r.accepted());
+  EXPECT_NE(r.reason().find("signing key"), std::string::npos) << r.reason();
+
   auto paris = join("paris");
   ASSERT_TRUE(paris.accepted()) << paris.reason();
   EXPECT_EQ(paris.manifest().current_version(), 0);
@@ -138,7 +147,7 @@ TEST_F(CoordinatorRpc, RefusesIncompatibleNodesAndKeepsServing) {
 
   int refusals = 0;
   for (const auto& e : coord_->store().ledger().node_events()) refusals += e.event == "join_refused";
-  EXPECT_EQ(refusals, 5);
+  EXPECT_EQ(refusals, 6);
 }
 
 TEST_F(CoordinatorRpc, RefusesBadUpdatesWithReasonsInTheLedger) {
@@ -146,7 +155,10 @@ TEST_F(CoordinatorRpc, RefusesBadUpdatesWithReasonsInTheLedger) {
   ASSERT_TRUE(j.accepted());
   const std::string good = zero_update(j.session(), "paris", 0);
 
-  auto submit = [&](const v1::UpdateHeader& h, const std::string& payload) { return client_->submit(h, payload).value(); };
+  auto submit = [&](v1::UpdateHeader h, const std::string& payload) {
+    mesh::sign_update(h, coord_->run_id(), payload, key_);
+    return client_->submit(h, payload).value();
+  };
   auto expect_refused = [&](const v1::SubmitReply& r, const std::string& needle) {
     EXPECT_FALSE(r.accepted());
     EXPECT_NE(r.reason().find(needle), std::string::npos) << "reason: " << r.reason();
@@ -251,9 +263,11 @@ TEST(CoordinatorRpcMath, PlainAveragingOfOneNodeLandsOnItsWeights) {
   ChannelOptions co;
   co.target = "127.0.0.1:" + std::to_string(server->port());
   auto client = make_grpc_client(co).value();
+  const trust::SigningKey key = trust::SigningKey::generate();
   v1::JoinRequest req;
   req.set_protocol_version(mesh::kProtocolVersion);
   req.set_name("paris");
+  req.set_signing_key(key.public_key());
   auto j = client->join(req).value();
   ASSERT_TRUE(j.accepted());
 
@@ -273,6 +287,7 @@ TEST(CoordinatorRpcMath, PlainAveragingOfOneNodeLandsOnItsWeights) {
   h.set_seq(1);
   h.set_n_samples(4);
   h.set_declared_bytes(bytes.size());
+  mesh::sign_update(h, coord->run_id(), bytes, key);
   ASSERT_TRUE(client->submit(h, bytes).value().accepted());
   for (int i = 0; i < 100 && coord->version() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(coord->version(), 1);

@@ -209,5 +209,27 @@ TEST(Arithmetic, ReversedAnswersAreWrittenAndReadLeastSignificantFirst) {
   }
 }
 
+TEST(Arithmetic, DigitCreditRewardsMatchingDigitsOfWrongAnswersOnly) {
+  EXPECT_DOUBLE_EQ(matching_digit_share(82, 81), 0.5);
+  EXPECT_DOUBLE_EQ(matching_digit_share(82, 182), 2.0 / 3);  // aligned at the units digit
+  EXPECT_DOUBLE_EQ(matching_digit_share(182, 82), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(matching_digit_share(82, 28), 0.0);
+  EXPECT_DOUBLE_EQ(matching_digit_share(-82, 82), 0.0);       // a wrong sign earns nothing
+  EXPECT_DOUBLE_EQ(matching_digit_share(-82, -12), 0.5);
+  TaskConfig c = arithmetic(2, "+");
+  c.arithmetic.digit_credit = 0.5;
+  auto t = make(c);
+  const Problem p82{"arithmetic:37+45", "37+45=", "82"};
+  const Score right = score(*t, p82, "82\n"), near = score(*t, p82, "81\n"), far = score(*t, p82, "17\n"), junk = score(*t, p82, "x\n");
+  EXPECT_TRUE(right.correct);
+  EXPECT_DOUBLE_EQ(right.reward, 1.0);  // no extra credit on top of a right answer
+  EXPECT_FALSE(near.correct);
+  EXPECT_DOUBLE_EQ(near.reward, 0.25);
+  EXPECT_DOUBLE_EQ(far.reward, 0.0);
+  EXPECT_DOUBLE_EQ(junk.reward, 0.0);
+  c.arithmetic.digit_credit = 1.0;  // would pay a wrong answer as much as a right one
+  EXPECT_FALSE(make_task(c).is_ok());
+}
+
 }  // namespace
 }  // namespace meshrl::tasks

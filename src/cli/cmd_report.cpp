@@ -1,0 +1,32 @@
+// `meshrl report RUN_DIR [--out FILE]`
+// Writes a self-contained HTML report of a run (charts, settings, nodes, before/after pass@1)
+// from its run directory: a coordinator's (--run-dir) or a demo's. See src/web/report.h.
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "web/report.h"
+
+namespace meshrl::cli {
+
+namespace {
+
+struct ReportArgs {
+  std::string run_dir;
+  std::string out;
+};
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto a = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand("report", "write a self-contained HTML report of a run directory");
+  cmd->add_option("run_dir", a->run_dir, "coordinator or demo run directory")->required();
+  cmd->add_option("--out", a->out, "output file (default RUN_DIR/report.html)");
+  cmd->callback([a] {
+    const auto path = web::write_report(a->run_dir, a->out).value();
+    std::printf("report: %s\n", path.c_str());
+  });
+}
+
+}  // namespace meshrl::cli

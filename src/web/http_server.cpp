@@ -1,0 +1,91 @@
+#include "web/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <chrono>
+
+#include "web/embedded_assets.h"
+#include "web/prometheus_text.h"
+#include "web/state_json.h"
+
+namespace meshrl::web {
+
+namespace {
+
+void serve_asset(httplib::Response& res, const std::string& name) {
+  const EmbeddedAsset* a = find_asset(name);
+  if (!a) {
+    res.status = 404;
+    res.set_content("no such file: " + name + "\n", "text/plain");
+    return;
+  }
+  res.set_content(reinterpret_cast<const char*>(a->data), a->size, a->content_type);
+}
+
+// A snapshot can fail to build (the ledger file unreadable): say so with a 500, keep serving.
+template <class F>
+void guarded(httplib::Response& res, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    res.status = 500;
+    res.set_content(std::string("snapshot failed: ") + e.what() + "\n", "text/plain");
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpOptions& o, std::function<RunSnapshot()> snapshot) {
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  s->server_ = std::make_unique<httplib::Server>();
+  s->bind_ = o.bind;
+  httplib::Server& svr = *s->server_;
+  // httplib's default also sets SO_REUSEPORT, which would let a second process share the port
+  // silently (two coordinators' dashboards answering at random); keep only SO_REUSEADDR.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  svr.Get("/metrics", [snapshot](const httplib::Request&, httplib::Response& res) {
+    guarded(res, [&] { res.set_content(prometheus_text(snapshot()), kPrometheusContentType); });
+  });
+  if (o.dashboard) {
+    svr.Get("/api/state", [snapshot](const httplib::Request&, httplib::Response& res) {
+      guarded(res, [&] {
+        res.set_header("Cache-Control", "no-store");
+        res.set_content(state_json(snapshot()).dump(), "application/json");
+      });
+    });
+    svr.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html"); });
+    svr.Get(R"(/assets/([A-Za-z0-9._-]+))",
+            [](const httplib::Request& req, httplib::Response& res) { serve_asset(res, req.matches[1].str()); });
+  }
+  if (o.port == 0) {
+    s->port_ = svr.bind_to_any_port(o.bind);
+    if (s->port_ <= 0) return io_error("[http] cannot bind " + o.bind + " (any port)");
+  } else {
+    if (!svr.bind_to_port(o.bind, o.port))
+      return io_error("[http] cannot bind " + o.bind + ":" + std::to_string(o.port) + " (in use, or not an address of this machine?)");
+    s->port_ = o.port;
+  }
+  s->thread_ = std::thread([&svr] { svr.listen_after_bind(); });
+  // httplib's stop() is a no-op until the accept loop runs; wait for it, so that a stop() right
+  // after start() cannot leave the thread listening forever.
+  for (int i = 0; i < 5000 && !svr.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return s;
+}
+
+std::string HttpServer::url() const {
+  const std::string host = bind_ == "0.0.0.0" ? "127.0.0.1" : bind_;
+  return "http://" + host + ":" + std::to_string(port_) + "/";
+}
+
+void HttpServer::stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+}  // namespace meshrl::web

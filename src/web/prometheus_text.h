@@ -1,0 +1,19 @@
+// Renders a RunSnapshot in the Prometheus text exposition format (version 0.0.4): counters end in
+// _total, bytes are in bytes, every family has HELP and TYPE lines, label values are escaped.
+// The counters are read from the ledger where it has them, so a scrape agrees with ledger.sqlite.
+#pragma once
+
+#include <string>
+
+#include "web/run_snapshot.h"
+
+namespace meshrl::web {
+
+inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+std::string prometheus_text(const RunSnapshot& s);
+
+// A label value with \, " and newline escaped as the format requires.
+std::string prometheus_escape(const std::string& v);
+
+}  // namespace meshrl::web

@@ -1,0 +1,137 @@
+// src/web without a mesh: the Prometheus text of a snapshot written out by hand, metrics.jsonl
+// merging, and the HTTP server answering on loopback.
+//   ctest --test-dir build -R web
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "web/embedded_assets.h"
+#include "web/http_server.h"
+#include "web/prometheus_text.h"
+#include "web/state_json.h"
+#include "web/version_log.h"
+
+namespace meshrl::web {
+namespace {
+
+RunSnapshot two_round_snapshot() {
+  RunSnapshot s;
+  s.run_id = "run-1";
+  s.mode = "sync";
+  s.version = 2;
+  s.rounds_by_closed_by = {{"quorum", 1}, {"deadline", 1}};
+  s.updates = {{{"applied", ""}, 5}, {{"rejected", "stale"}, 1}};
+  s.ledger_update_bytes = 6000;
+  s.staleness_le = {0, 1};
+  s.staleness_bucket_counts = {3, 1, 1};  // staleness 0, 0, 0, 1, 4
+  s.staleness_sum = 5;
+  s.staleness_count = 5;
+  NodeView a;
+  a.name = "pa\"ris";
+  a.state = "online";
+  a.version_held = 2;
+  NodeView b;
+  b.name = "dublin";
+  b.state = "dropped";
+  s.nodes = {a, b};
+  return s;
+}
+
+TEST(PrometheusText, CountersHistogramAndEscaping) {
+  const std::string t = prometheus_text(two_round_snapshot());
+  EXPECT_NE(t.find("# TYPE meshrl_rounds_committed_total counter\n"), std::string::npos);
+  EXPECT_NE(t.find("meshrl_rounds_committed_total{closed_by=\"quorum\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("meshrl_updates_total{outcome=\"rejected\",reason=\"stale\"} 1\n"), std::string::npos);
+  // Buckets are cumulative: 3 at <= 0, 4 at <= 1, all 5 at +Inf.
+  EXPECT_NE(t.find("meshrl_update_staleness_bucket{le=\"0\"} 3\n"), std::string::npos);
+  EXPECT_NE(t.find("meshrl_update_staleness_bucket{le=\"1\"} 4\n"), std::string::npos);
+  EXPECT_NE(t.find("meshrl_update_staleness_bucket{le=\"+Inf\"} 5\n"), std::string::npos);
+  EXPECT_NE(t.find("meshrl_update_staleness_count 5\n"), std::string::npos);
+  EXPECT_NE(t.find("meshrl_nodes{state=\"dropped\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("meshrl_nodes{state=\"straggling\"} 0\n"), std::string::npos);
+  EXPECT_NE(t.find("meshrl_node_policy_version{node=\"pa\\\"ris\"} 2\n"), std::string::npos);
+  EXPECT_EQ(prometheus_escape("a\\b\n\"c\""), "a\\\\b\\n\\\"c\\\"");
+}
+
+TEST(VersionLog, MergesEvalsAndSkipsTornLines) {
+  const auto points = VersionLog::parse(
+      "{\"kind\":\"eval\",\"version\":0,\"pass_at_1\":0.25}\n"
+      "{\"kind\":\"version\",\"version\":2,\"reward_mean\":0.5}\n"
+      "{\"kind\":\"version\",\"version\":1,\"reward_mean\":0.4}\n"
+      "{\"kind\":\"eval\",\"version\":2,\"pass_at_1\":0.3}\n"
+      "{\"kind\":\"version\",\"vers");
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[0].version, 0);
+  EXPECT_DOUBLE_EQ(*points[0].pass_at_1, 0.25);
+  EXPECT_EQ(points[1].version, 1);
+  EXPECT_FALSE(points[1].pass_at_1.has_value());
+  EXPECT_DOUBLE_EQ(points[2].reward_mean, 0.5);
+  EXPECT_DOUBLE_EQ(*points[2].pass_at_1, 0.3);
+}
+
+TEST(VersionLog, AppendsAndReadsBack) {
+  const auto file = std::filesystem::temp_directory_path() / ("meshrl-web-test-" + std::to_string(::getpid()) + ".jsonl");
+  std::filesystem::remove(file);
+  {
+    VersionLog log(file);
+    VersionPoint p;
+    p.version = 1;
+    p.reward_mean = 0.75;
+    ASSERT_TRUE(log.add_version(p).is_ok());
+    ASSERT_TRUE(log.add_eval(1, 0.5).is_ok());
+  }
+  VersionLog again(file);
+  ASSERT_EQ(again.points().size(), 1u);
+  EXPECT_DOUBLE_EQ(again.points()[0].reward_mean, 0.75);
+  EXPECT_DOUBLE_EQ(*again.points()[0].pass_at_1, 0.5);
+  std::filesystem::remove(file);
+}
+
+TEST(HttpServer, ServesMetricsStateAndAssetsOnLoopback) {
+  int calls = 0;
+  auto server = HttpServer::start({}, [&] {
+                  ++calls;
+                  return two_round_snapshot();
+                }).value();
+  ASSERT_GT(server->port(), 0);
+  EXPECT_EQ(server->url(), "http://127.0.0.1:" + std::to_string(server->port()) + "/");
+  httplib::Client c("127.0.0.1", server->port());
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_EQ(m->get_header_value("Content-Type"), kPrometheusContentType);
+  EXPECT_NE(m->body.find("meshrl_policy_version 2\n"), std::string::npos);
+  auto s = c.Get("/api/state");
+  ASSERT_TRUE(s);
+  const auto j = nlohmann::json::parse(s->body);
+  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["nodes"].size(), 2u);
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("dashboard.js"), std::string::npos);
+  auto js = c.Get("/assets/uPlot.iife.min.js");
+  ASSERT_TRUE(js);
+  EXPECT_EQ(js->status, 200);
+  EXPECT_EQ(js->body.size(), find_asset("uPlot.iife.min.js")->size);
+  auto missing = c.Get("/assets/nope.js");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(calls, 2);
+  server->stop();
+}
+
+TEST(HttpServer, RefusesATakenPort) {
+  auto first = HttpServer::start({}, [] { return RunSnapshot{}; }).value();
+  HttpOptions o;
+  o.port = first->port();
+  auto second = HttpServer::start(o, [] { return RunSnapshot{}; });
+  EXPECT_FALSE(second.is_ok());
+}
+
+}  // namespace
+}  // namespace meshrl::web
