@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/output_options.h"
+#include "cli/terminal.h"
 #include "core/file_io.h"
 #include "mesh/coordinator.h"
 #include "mesh/mesh_config.h"
@@ -38,6 +40,7 @@ struct CoordinatorArgs {
   bool eval = false;     // held-out pass@1 at start and end, into RUN_DIR/summary.json
   int http_port = -1;    // -1: no HTTP; 0: any free port
   std::string http_bind = "127.0.0.1";
+  OutputOptions output;
 };
 
 volatile std::sig_atomic_t g_stop = 0;
@@ -53,6 +56,8 @@ std::string default_run_dir() {
 }
 
 void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& overrides) {
+  apply_output_options(a.output, "coordinator");
+  Terminal& term = Terminal::get();
   mesh::CoordinatorOptions o;
   if (!a.resume.empty()) {
     if (!a.run_dir.empty()) throw StatusError(invalid_argument("[coordinator] give --run-dir or --resume, not both"));
@@ -69,19 +74,17 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
                                        ": plaintext is for loopback only (--listen 127.0.0.1); use --ca DIR from `meshrl ca init`"));
   if (!a.insecure && a.ca_dir.empty())
     throw StatusError(invalid_argument("[coordinator] give --ca DIR (a run CA from `meshrl ca init DIR`), or --insecure with --listen 127.0.0.1"));
-  if (a.insecure)
-    std::fprintf(stderr, "coordinator: WARNING: --insecure: plaintext gRPC, no authentication of nodes; loopback only\n");
-  o.log = [](const std::string& s) {
-    std::printf("coordinator: %s\n", s.c_str());
-    std::fflush(stdout);
-  };
+  if (a.insecure) term.warn("--insecure: plaintext gRPC, no authentication of nodes; loopback only");
+  o.log = [&term](const std::string& s) { term.log(guess_level(s), s); };
   auto version_log = attach_version_log(o);
   auto coord = mesh::Coordinator::start(o).value();
   const int64_t n_eval = coord->config().mesh.n_eval > 0 ? coord->config().mesh.n_eval : coord->config().run.eval.n_eval;
   double before = -1;
   if (a.eval) {
     before = coord->evaluate_current(n_eval).value();
-    std::printf("coordinator: held-out pass@1 %.1f%% at version %lld\n", 100 * before, static_cast<long long>(coord->version()));
+    char b[128];
+    std::snprintf(b, sizeof b, "held-out pass@1 %.1f%% at version %lld", 100 * before, static_cast<long long>(coord->version()));
+    term.info(b);
     (void)version_log->add_eval(coord->version(), before);
   }
   rpc::ServerOptions so;
@@ -91,13 +94,11 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
   so.cert = a.cert;
   so.key = a.key;
   auto server = rpc::CoordinatorServer::start(*coord, so).value();
-  std::printf("coordinator: listening on %s:%d, run dir %s\n", a.listen.c_str(), server->port(), o.run_dir.c_str());
-  std::fflush(stdout);
+  term.info("listening on " + a.listen + ":" + std::to_string(server->port()) + ", run dir " + o.run_dir.string());
   std::unique_ptr<web::HttpServer> http;
   if (a.http_port >= 0) {
     http = start_http(*coord, version_log, a.http_bind, a.http_port);
-    std::printf("coordinator: dashboard %s  metrics %smetrics\n", http->url().c_str(), http->url().c_str());
-    std::fflush(stdout);
+    term.info("dashboard " + http->url() + "  metrics " + http->url() + "metrics");
   }
   if (!a.port_file.empty()) write_file_atomic(a.port_file, std::to_string(server->port()) + "\n").is_ok();
 
@@ -108,7 +109,7 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
   while (!g_stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     if (auto f = coord->fatal()) {
-      std::fprintf(stderr, "coordinator: %s\n", f->message().c_str());
+      term.error(f->message());
       rc = 2;
       break;
     }
@@ -119,10 +120,12 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
   }
   server->shutdown();
   coord->stop();
-  std::printf("coordinator: stopped at version %lld %s\n", static_cast<long long>(coord->version()), coord->hash().c_str());
+  term.result("coordinator: stopped at version " + std::to_string(coord->version()) + " " + coord->hash());
   if (a.eval && rc == 0) {
     const double after = coord->evaluate_current(n_eval).value();
-    std::printf("coordinator: held-out pass@1 %.1f%% -> %.1f%%\n", 100 * before, 100 * after);
+    char b[128];
+    std::snprintf(b, sizeof b, "coordinator: held-out pass@1 %.1f%% -> %.1f%%", 100 * before, 100 * after);
+    term.result(b);
     (void)version_log->add_eval(coord->version(), after);
     nlohmann::json nodes = nlohmann::json::object();
     for (const auto& [name, r] : coord->nodes())
@@ -132,6 +135,9 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
                               {"final_version_hash", coord->hash()}, {"bytes_up", coord->bytes_up()},
                               {"bytes_down", coord->bytes_down()}, {"nodes", nodes}};
     (void)write_file_atomic(o.run_dir / "summary.json", s.dump(2) + "\n");
+    term.json_result(s.dump());
+  } else {
+    term.json_result(nlohmann::json({{"rounds", coord->version()}, {"final_version_hash", coord->hash()}}).dump());
   }
   std::fflush(stdout);
   if (rc != 0) std::_Exit(rc);
@@ -156,6 +162,7 @@ void add_coordinator_command(CLI::App& app) {
   cmd->add_option("--http", a->http_port, "serve the dashboard and /metrics on this port (0 = any free port)");
   cmd->add_option("--http-bind", a->http_bind, "address for --http (default 127.0.0.1; the page has no authentication)");
   cmd->add_flag("--eval", a->eval, "evaluate held-out pass@1 at start and end (RUN_DIR/summary.json)");
+  add_output_options(cmd, a->output);
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_coordinator(*a, cmd->remaining()); });
 }

@@ -13,11 +13,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <algorithm>
 #include <thread>
 
 #include "cli/child_process.h"
 #include "cli/commands.h"
+#include "cli/output_options.h"
+#include "cli/progress.h"
 #include "core/file_io.h"
 #include "mesh/coordinator.h"
 #include "mesh/mesh_config.h"
@@ -41,6 +42,7 @@ struct DemoArgs {
   double timeout_s = 1800;
   int http_port = 0;  // the dashboard; 0 = any free port, -1 = none
   int64_t lora_rank = 0;  // --lora[=R]: train and exchange rank-R adapters (run file's [lora]); 0 = the run file's
+  OutputOptions output;
 };
 
 std::string default_run_dir() {
@@ -58,7 +60,15 @@ std::string mb(double bytes) {
   return b;
 }
 
+std::string fmt(const char* f, double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, x);
+  return b;
+}
+
 void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
+  apply_output_options(a.output, "demo");
+  Terminal& term = Terminal::get();
   const double t0 = mesh::mono_seconds();
   if (a.rounds > 0) overrides.push_back("--mesh.rounds=" + std::to_string(a.rounds));
   if (!a.mode.empty()) overrides.push_back("--mesh.mode=" + a.mode);
@@ -67,11 +77,14 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   const net::Topology topo = net::load_topology(a.topology).value();
   const fs::path dir = a.run_dir.empty() ? default_run_dir() : a.run_dir;
   fs::create_directories(dir / "nodes");
-  std::printf("meshrl demo: %zu cities (%s), coordinator in %s, %lld rounds of H = %lld inner steps, %s mode, codec %s\n",
-              topo.cities.size(), a.topology.c_str(), topo.coordinator.c_str(), static_cast<long long>(cfg.mesh.rounds),
-              static_cast<long long>(cfg.mesh.inner_steps), cfg.mesh.mode.c_str(), cfg.mesh.codec.c_str());
-  std::printf("meshrl demo: run dir %s\n", dir.c_str());
-  std::fflush(stdout);
+  {
+    char b[512];
+    std::snprintf(b, sizeof b, "%zu cities (%s), coordinator in %s, %lld rounds of H = %lld inner steps, %s mode, codec %s",
+                  topo.cities.size(), a.topology.c_str(), topo.coordinator.c_str(), static_cast<long long>(cfg.mesh.rounds),
+                  static_cast<long long>(cfg.mesh.inner_steps), cfg.mesh.mode.c_str(), cfg.mesh.codec.c_str());
+    term.info(b);
+  }
+  term.info("run dir " + dir.string());
 
   // Versions are reported from the coordinator's thread; the main thread evaluates and prints.
   std::mutex mu;
@@ -81,44 +94,41 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   o.config = cfg;
   o.log = [&](const std::string& s) {
     std::FILE* f = std::fopen((dir / "coordinator.log").c_str(), "a");
+    const Level level = guess_level(s);
     if (f) {
-      std::fprintf(f, "%8.1f s  %s\n", mesh::mono_seconds() - t0, s.c_str());
+      const std::string line = format_log_line(std::chrono::system_clock::now(), level, "coordinator", s) + "\n";
+      std::fputs(line.c_str(), f);
       std::fclose(f);
     }
-    if (s.rfind("sft", 0) == 0 || s.rfind("joined", 0) == 0 || s.rfind("dropped", 0) == 0 || s.rfind("rejoined", 0) == 0) {
-      std::printf("  %s\n", s.c_str());
-      std::fflush(stdout);
-    }
+    if (level != Level::kInfo || s.rfind("sft", 0) == 0 || s.rfind("joined", 0) == 0 || s.rfind("dropped", 0) == 0 ||
+        s.rfind("rejoined", 0) == 0)
+      term.log(level, s);
   };
   o.on_version = [&](const mesh::VersionReport& r) {
     std::lock_guard<std::mutex> lk(mu);
     reports.push_back(r);
   };
-  o.sft_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Progress sft_bar("sft");
   o.on_sft_step = [&](const rl::SftProgress& p) {
-    if (p.step % 100 == 0 || p.step == p.steps)
-      std::printf("  sft %lld/%lld loss %.3f  %.0f s\n", static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss,
-                  p.seconds);
-    std::fflush(stdout);
+    if (sft_bar.is_tty() || p.step % 100 == 0 || p.step == p.steps) sft_bar.update(p.step, p.steps, "loss " + fmt("%.3f", p.loss));
   };
-  std::printf("warm start (SFT, cached under %s) ...\n", cfg.run.sft.cache_dir.c_str());
-  std::fflush(stdout);
+  term.info("warm start (SFT, cached under " + cfg.run.sft.cache_dir + ") ...");
   auto version_log = attach_version_log(o);
   auto coord = mesh::Coordinator::start(o).value();
   std::unique_ptr<web::HttpServer> http;
   if (a.http_port >= 0) {
     http = start_http(*coord, version_log, "127.0.0.1", a.http_port);
-    std::printf("dashboard: %s  (Prometheus metrics at %smetrics)\n", http->url().c_str(), http->url().c_str());
+    term.info("dashboard: " + http->url() + "  (Prometheus metrics at " + http->url() + "metrics)");
   }
   const int64_t n_eval = cfg.mesh.n_eval > 0 ? cfg.mesh.n_eval : cfg.run.eval.n_eval;
   const double before = coord->evaluate_current(n_eval).value();
   (void)version_log->add_eval(coord->version(), before);
-  std::printf("held-out pass@1 before: %.1f%% (%lld problems)\n", 100 * before, static_cast<long long>(n_eval));
+  term.info("held-out pass@1 before: " + fmt("%.1f%%", 100 * before) + " (" + std::to_string(n_eval) + " problems)");
 
   rpc::ServerOptions so;
   so.listen = "127.0.0.1:0";
   so.insecure = true;
-  std::fprintf(stderr, "meshrl demo: WARNING: plaintext gRPC on loopback (--insecure); real runs use TLS\n");
+  term.warn("plaintext gRPC on loopback (--insecure); real runs use TLS");
   auto server = rpc::CoordinatorServer::start(*coord, so).value();
   net::HostPort upstream{"127.0.0.1", static_cast<uint16_t>(server->port())};
   auto emu = net::LinkEmulator::start(net::link_specs(topo, upstream, 0).value()).value();
@@ -131,10 +141,13 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
                                      "--shard", std::to_string(i) + "/" + std::to_string(topo.cities.size()),
                                      "--threads", "1", "--insecure", "--report", (dir / "nodes" / (city + ".json")).string()};
     children.push_back(spawn_self(city, args, dir / "nodes" / (city + ".log"), env).value());
-    std::printf("  started node %s (pid %d) via its link on port %u (RTT %.0f ms)\n", city.c_str(), children.back().pid,
-                static_cast<unsigned>(emu->port(city)), topo.rtt(city, topo.coordinator));
+    term.info("started node " + city + " (pid " + std::to_string(children.back().pid) + ") via its link on port " +
+              std::to_string(emu->port(city)) + " (RTT " + fmt("%.0f ms", topo.rtt(city, topo.coordinator)) + ")");
   }
-  std::fflush(stdout);
+  ProgressOptions round_opts;
+  round_opts.unit = "rounds";
+  Progress round_bar("round", round_opts);
+  round_bar.start(coord->version());
 
   size_t shown = 0;
   bool timed_out = false;
@@ -157,18 +170,18 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
           pass = b;
         }
       }
-      std::printf("round %3lld/%lld  reward %.3f  updates %lld (%s)  staleness %.1f  up %s  down %s  nodes %lld%s  %.0f s\n",
-                  static_cast<long long>(r.version), static_cast<long long>(cfg.mesh.rounds), r.reward_mean,
-                  static_cast<long long>(r.n_updates), r.closed_by.c_str(), r.mean_staleness, mb(static_cast<double>(r.bytes_up)).c_str(),
-                  mb(static_cast<double>(r.bytes_down)).c_str(), static_cast<long long>(r.nodes_online), pass.c_str(),
-                  mesh::mono_seconds() - t0);
-      std::fflush(stdout);
+      char b[512];
+      std::snprintf(b, sizeof b, "reward %.3f  updates %lld (%s)  staleness %.1f  up %s  down %s  nodes %lld%s", r.reward_mean,
+                    static_cast<long long>(r.n_updates), r.closed_by.c_str(), r.mean_staleness, mb(static_cast<double>(r.bytes_up)).c_str(),
+                    mb(static_cast<double>(r.bytes_down)).c_str(), static_cast<long long>(r.nodes_online), pass.c_str());
+      round_bar.update(r.version, cfg.mesh.rounds, b);
     }
     bool all_exited = true;
     for (Child& c : children) {
       if (c.pid <= 0) continue;
       if (auto rc = poll_child(c)) {
-        if (*rc != 0) std::printf("  node %s exited with status %d (see %s)\n", c.name.c_str(), *rc, (dir / "nodes" / (c.name + ".log")).c_str());
+        if (*rc != 0)
+          term.warn("node " + c.name + " exited with status " + std::to_string(*rc) + " (see " + (dir / "nodes" / (c.name + ".log")).string() + ")");
       } else {
         all_exited = false;
       }
@@ -182,6 +195,7 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
     if (timed_out && mesh::mono_seconds() - t0 > a.timeout_s + 10)
       for (Child& c : children) signal_child(c, SIGKILL);
   }
+  round_bar.finish();
   server->shutdown();
   const double after = coord->evaluate_current(n_eval).value();
   (void)version_log->add_eval(coord->version(), after);
@@ -256,21 +270,30 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
       {"config", mesh::mesh_section_to_json(cfg.mesh)},
   };
   if (Status st = write_file_atomic(dir / "summary.json", s.dump(2) + "\n"); !st.is_ok()) throw StatusError(st);
-  std::printf("\nheld-out pass@1: %.1f%% -> %.1f%% (%+.1f points) after %lld rounds x %lld inner steps on %zu nodes\n", 100 * before,
-              100 * after, 100 * (after - before), static_cast<long long>(coord->version()),
-              static_cast<long long>(cfg.mesh.inner_steps), topo.cities.size());
-  std::printf("bytes on the wire: up %s, down %s; synchronous fp32 data-parallel would send %s (%.0fx more)\n",
-              mb(bytes_up).c_str(), mb(bytes_down).c_str(), mb(dp_bytes).c_str(),
-              bytes_up + bytes_down > 0 ? dp_bytes / (bytes_up + bytes_down) : 0.0);
-  std::printf("per node per round (without the initial downloads): %s vs %s for fp32 data-parallel (%.0fx fewer)\n",
-              mb(per_node_round).c_str(), mb(dp_per_node_round).c_str(), per_node_round > 0 ? dp_per_node_round / per_node_round : 0.0);
-  std::printf("compute share %.0f%%; final version %s; every node on it: %s\n", wall > 0 ? 100 * compute / wall : 0.0,
-              final_hash.c_str(), all_equal ? "yes" : "NO");
-  for (auto& [k, v] : node_json.items())
-    std::printf("  %-8s updates applied %lld, inner steps %lld, compute %.0f s of %.0f s\n", k.c_str(),
-                static_cast<long long>(v.value("updates_applied", int64_t{0})), static_cast<long long>(v.value("inner_steps", int64_t{0})),
-                v.value("compute_seconds", 0.0), v.value("wall_seconds", 0.0));
-  std::printf("summary: %s\n", (dir / "summary.json").c_str());
+  term.json_result(s.dump());
+  char line[512];
+  std::snprintf(line, sizeof line, "held-out pass@1: %.1f%% -> %.1f%% (%+.1f points) after %lld rounds x %lld inner steps on %zu nodes",
+                100 * before, 100 * after, 100 * (after - before), static_cast<long long>(coord->version()),
+                static_cast<long long>(cfg.mesh.inner_steps), topo.cities.size());
+  term.result("");
+  term.result(line);
+  std::snprintf(line, sizeof line, "bytes on the wire: up %s, down %s; synchronous fp32 data-parallel would send %s (%.0fx more)",
+                mb(bytes_up).c_str(), mb(bytes_down).c_str(), mb(dp_bytes).c_str(),
+                bytes_up + bytes_down > 0 ? dp_bytes / (bytes_up + bytes_down) : 0.0);
+  term.result(line);
+  std::snprintf(line, sizeof line, "per node per round (without the initial downloads): %s vs %s for fp32 data-parallel (%.0fx fewer)",
+                mb(per_node_round).c_str(), mb(dp_per_node_round).c_str(), per_node_round > 0 ? dp_per_node_round / per_node_round : 0.0);
+  term.result(line);
+  std::snprintf(line, sizeof line, "compute share %.0f%%; final version %s; every node on it: %s", wall > 0 ? 100 * compute / wall : 0.0,
+                final_hash.c_str(), all_equal ? "yes" : "NO");
+  term.result(line);
+  for (auto& [k, v] : node_json.items()) {
+    std::snprintf(line, sizeof line, "  %-8s updates applied %lld, inner steps %lld, compute %.0f s of %.0f s", k.c_str(),
+                  static_cast<long long>(v.value("updates_applied", int64_t{0})), static_cast<long long>(v.value("inner_steps", int64_t{0})),
+                  v.value("compute_seconds", 0.0), v.value("wall_seconds", 0.0));
+    term.result(line);
+  }
+  term.result("summary: " + (dir / "summary.json").string());
   coord->stop();
   if (timed_out) throw StatusError(io_error("[demo] timed out after " + std::to_string(static_cast<int>(a.timeout_s)) + " s"));
 }
@@ -288,6 +311,7 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--http", a->http_port, "dashboard and /metrics port on 127.0.0.1 (default 0: any free port; -1: none)");
   cmd->add_flag("--lora{8}", a->lora_rank, "rank-8 adapters instead of full weights (--lora=R for rank R); [lora] in configs/README.md");
   cmd->add_option("--timeout", a->timeout_s, "stop the nodes after this many seconds");
+  add_output_options(cmd, a->output);
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_demo(*a, cmd->remaining()); });
 }

@@ -7,6 +7,8 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "cli/output_options.h"
+#include "cli/progress.h"
 #include "rl/evaluate.h"
 #include "rl/run_config.h"
 
@@ -23,10 +25,11 @@ struct EvalArgs {
   double temperature = 1.0;
   uint64_t seed = 0;
   int64_t batch_size = 256;
-  bool json = false;
+  OutputOptions output;
 };
 
 void run_eval(const EvalArgs& a, const std::vector<std::string>& extras) {
+  apply_output_options(a.output, "eval");
   // The task is built by the same code as a run file's [task] section.
   rl::RunConfig rc;
   rc.task.kind = a.task;
@@ -48,21 +51,29 @@ void run_eval(const EvalArgs& a, const std::vector<std::string>& extras) {
   o.batch_size = a.batch_size;
   o.seed = a.seed;
   o.stop_ids = policy.stop_ids;
+  ProgressOptions po;
+  po.unit = "rows";
+  Progress bar("eval", po);
+  o.on_progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
   const auto r = rl::evaluate(*policy.model, *policy.tokenizer, *task, o).value();
-  if (a.json) {
-    auto j = rl::eval_result_to_json(r);
-    j["model"] = a.model.model;
-    j["task"] = task->name();
-    std::cout << j.dump() << std::endl;
-    return;
+  bar.finish();
+  Terminal& term = Terminal::get();
+  auto j = rl::eval_result_to_json(r);
+  j["model"] = a.model.model;
+  j["task"] = task->name();
+  term.json_result(j.dump());
+  char line[512];
+  std::snprintf(line, sizeof line, "%s on %s: %lld held-out problems", a.model.model.c_str(), task->name().c_str(),
+                static_cast<long long>(r.n_problems));
+  term.result(line);
+  std::snprintf(line, sizeof line, "pass@1 (greedy)  %.1f%%   (well-formed %.1f%%)", 100 * r.pass_at_1, 100 * r.format_rate);
+  term.result(line);
+  if (r.n_samples > 0) {
+    std::snprintf(line, sizeof line, "pass@%lld          %.1f%%   (from %lld samples per problem at temperature %.2g; sampled pass@1 %.1f%%)",
+                  static_cast<long long>(r.k), 100 * r.pass_at_k, static_cast<long long>(r.n_samples), a.temperature,
+                  100 * r.sampled_pass_at_1);
+    term.result(line);
   }
-  std::printf("%s on %s: %lld held-out problems\n", a.model.model.c_str(), task->name().c_str(),
-              static_cast<long long>(r.n_problems));
-  std::printf("pass@1 (greedy)  %.1f%%   (well-formed %.1f%%)\n", 100 * r.pass_at_1, 100 * r.format_rate);
-  if (r.n_samples > 0)
-    std::printf("pass@%lld          %.1f%%   (from %lld samples per problem at temperature %.2g; sampled pass@1 %.1f%%)\n",
-                static_cast<long long>(r.k), 100 * r.pass_at_k, static_cast<long long>(r.n_samples), a.temperature,
-                100 * r.sampled_pass_at_1);
 }
 }  // namespace
 
@@ -79,7 +90,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--temperature", a->temperature, "sampling temperature for pass@k")->capture_default_str()->check(CLI::Range(1e-6, 100.0));
   cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
   cmd->add_option("--batch-size", a->batch_size, "rows per generation batch")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{65536}));
-  cmd->add_flag("--json", a->json, "print one JSON object");
+  add_output_options(cmd, a->output);
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_eval(*a, cmd->remaining()); });
 }

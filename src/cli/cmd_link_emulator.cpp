@@ -1,11 +1,13 @@
 // `meshrl link-emulator --topology configs/four-cities.toml --upstream 127.0.0.1:PORT
-//  [--listen-host HOST] [--listen-base PORT] [--stats-every SECONDS]`
+//  [--listen-host HOST] [--listen-base PORT] [--stats-every SECONDS] [--partitions FILE]`
 // Starts one emulated WAN link per city of the topology, each forwarding to the upstream (the
 // coordinator), prints one line per city with the port nodes of that city connect to, then runs
-// until SIGINT/SIGTERM, printing per-link byte counters every few seconds.
+// until SIGINT/SIGTERM, printing per-link byte counters every few seconds. With --partitions it
+// rereads FILE every 100 ms and cuts off the links it names (net/partition_file.h).
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -16,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "net/link_emulator.h"
+#include "net/partition_file.h"
 #include "net/topology.h"
 
 namespace meshrl::cli {
@@ -28,6 +31,7 @@ struct LinkEmulatorArgs {
   std::string listen_host = "127.0.0.1";
   int listen_base = 0;
   double stats_every = 5;
+  std::string partitions;  // control file naming the links to cut off ("" = none)
 };
 
 int g_signal_pipe[2] = {-1, -1};  // the handler only write()s (async-signal-safe); main polls
@@ -67,12 +71,28 @@ void run_link_emulator(const LinkEmulatorArgs& a) {
   std::fflush(stdout);
 
   const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<net::PartitionFile> parts;
+  if (!a.partitions.empty()) parts = std::make_unique<net::PartitionFile>(a.partitions);
+  std::string parts_error;
+  const int stats_ms = static_cast<int>(a.stats_every * 1000);
+  auto next_stats = t0 + std::chrono::milliseconds(stats_ms);
   pollfd p{g_signal_pipe[0], POLLIN, 0};
   for (;;) {
-    const int rc = poll(&p, 1, static_cast<int>(a.stats_every * 1000));
+    if (parts) {
+      auto changed = parts->apply(*emulator);
+      if (!changed.is_ok() && changed.status().message() != parts_error)
+        std::printf("link-emulator: %s (partitions unchanged)\n", changed.status().message().c_str());
+      parts_error = changed.is_ok() ? "" : changed.status().message();
+      if (changed.is_ok())
+        for (const auto& [name, on] : changed.value()) std::printf("%s %s\n", name.c_str(), on ? "PARTITIONED" : "healed");
+      std::fflush(stdout);
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next_stats - std::chrono::steady_clock::now()).count();
+    const int rc = poll(&p, 1, static_cast<int>(std::max<int64_t>(0, parts ? std::min<int64_t>(left, 100) : left)));
     if (rc > 0) break;  // SIGINT or SIGTERM
     if (rc < 0 && errno != EINTR) break;
-    if (rc < 0) continue;
+    if (rc < 0 || std::chrono::steady_clock::now() < next_stats) continue;
+    next_stats += std::chrono::milliseconds(stats_ms);
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string line;
     for (const auto& s : specs) {
@@ -102,6 +122,8 @@ void add_link_emulator_command(CLI::App& app) {
   cmd->add_option("--listen-base", a->listen_base, "city i of the file listens on port BASE+i (0 = ephemeral ports)")
       ->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--stats-every", a->stats_every, "seconds between byte-counter lines")->capture_default_str()->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--partitions", a->partitions,
+                  "control file, reread every 100 ms: the links it names (one per line) are cut off, the others up");
   cmd->callback([a] { run_link_emulator(*a); });
 }
 

@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/output_options.h"
+#include "cli/progress.h"
 #include "core/file_io.h"
 #include "mesh/node.h"
 #include "rpc/grpc_client.h"
@@ -28,12 +30,15 @@ struct NodeArgs {
   std::string signing_key;  // Ed25519 key file (created when missing); default DIR/signing.key, or per process
   std::string report;
   double give_up_s = 300;
+  OutputOptions output;
 };
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop = true; }
 
 void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) {
+  apply_output_options(a.output, a.name);
+  Terminal& term = Terminal::get();
   mesh::NodeOptions o;
   o.name = a.name;
   o.device = a.device;
@@ -48,13 +53,18 @@ void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) 
     o.shard_index = i;
     o.shard_count = n;
   }
-  const std::string tag = "node " + a.name + ": ";
-  o.log = [tag](const std::string& s) {
-    std::printf("%s%s\n", tag.c_str(), s.c_str());
-    std::fflush(stdout);
-  };
-  if (a.insecure) std::fprintf(stderr, "%sWARNING: --insecure: plaintext gRPC, the coordinator is not authenticated; loopback only\n", tag.c_str());
+  o.log = [&term](const std::string& s) { term.log(guess_level(s), s); };
+  if (a.insecure) term.warn("--insecure: plaintext gRPC, the coordinator is not authenticated; loopback only");
+  // Full-weight downloads (at join, or when the broadcast path fails): bytes, rate, ETA. Plain
+  // lines at most every 5 s (the node's log is usually a file).
+  ProgressOptions po;
+  po.bytes = true;
+  po.plain_every_s = 5;
+  auto download_bar = std::make_shared<Progress>("download", po);
   rpc::ChannelOptions co;
+  co.on_download_bytes = [download_bar](uint64_t done, uint64_t total) {
+    download_bar->update(static_cast<int64_t>(done), static_cast<int64_t>(total));
+  };
   co.target = a.coordinator;
   co.insecure = a.insecure;
   if (!a.insecure) {
@@ -73,15 +83,17 @@ void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   const mesh::NodeReport rep = mesh::run_node(*client, o, &g_stop).value();
-  std::printf("%sdone: version %lld hash %s, %lld inner steps, %lld/%lld updates accepted, compute share %.0f%%\n", tag.c_str(),
-              static_cast<long long>(rep.final_version), rep.final_hash.c_str(), static_cast<long long>(rep.inner_steps),
-              static_cast<long long>(rep.updates_accepted), static_cast<long long>(rep.updates_sent),
-              rep.wall_seconds > 0 ? 100 * rep.compute_seconds / rep.wall_seconds : 0.0);
-  if (!a.report.empty()) {
-    nlohmann::json j = rep.to_json();
-    j["name"] = a.name;
-    write_file_atomic(a.report, j.dump(2) + "\n").is_ok();
-  }
+  download_bar->finish();
+  char line[512];
+  std::snprintf(line, sizeof line, "node %s: done: version %lld hash %s, %lld inner steps, %lld/%lld updates accepted, compute share %.0f%%",
+                a.name.c_str(), static_cast<long long>(rep.final_version), rep.final_hash.c_str(),
+                static_cast<long long>(rep.inner_steps), static_cast<long long>(rep.updates_accepted),
+                static_cast<long long>(rep.updates_sent), rep.wall_seconds > 0 ? 100 * rep.compute_seconds / rep.wall_seconds : 0.0);
+  term.result(line);
+  nlohmann::json j = rep.to_json();
+  j["name"] = a.name;
+  term.json_result(j.dump());
+  if (!a.report.empty()) write_file_atomic(a.report, j.dump(2) + "\n").is_ok();
 }
 
 }  // namespace
@@ -100,6 +112,7 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--signing-key", a->signing_key, "Ed25519 key that signs updates, created when missing (default DIR/signing.key)");
   cmd->add_option("--report", a->report, "write this node's final report (JSON) here");
   cmd->add_option("--give-up", a->give_up_s, "seconds without reaching the coordinator before giving up");
+  add_output_options(cmd, a->output);
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_node_cmd(*a, cmd->remaining()); });
 }

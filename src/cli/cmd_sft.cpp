@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/output_options.h"
 #include "cli/progress.h"
 #include "rl/run_config.h"
 #include "rl/warm_start.h"
@@ -15,21 +18,29 @@ namespace {
 struct SftArgs {
   std::string config;
   std::string out;
+  OutputOptions output;
 };
 
 void run_sft_command(const SftArgs& a, const std::vector<std::string>& overrides) {
+  apply_output_options(a.output, "sft");
   const rl::RunConfig config = rl::load_run_config(a.config, overrides).value();
-  Progress bar;
+  Progress bar("sft");
   auto on_step = [&](const rl::SftProgress& p) {
     if (!bar.is_tty() && p.step % config.sft.log_every != 0 && p.step != p.steps) return;
     char s[128];
-    std::snprintf(s, sizeof s, "loss %.4f lr %.2g %.0f s", p.loss, p.lr, p.seconds);
+    std::snprintf(s, sizeof s, "loss %.4f lr %.2g", p.loss, p.lr);
     bar.update(p.step, p.steps, s);
   };
+  bar.start();
   const auto r = rl::sft_to_folder(config, a.out, on_step).value();
   bar.finish();
-  std::printf("sft: loss %.4f -> %.4f in %lld steps (%.0f s, %lld solution tokens); wrote %s\n", r.first_loss, r.final_loss,
-              static_cast<long long>(config.sft.steps), r.seconds, static_cast<long long>(r.tokens), a.out.c_str());
+  char line[512];
+  std::snprintf(line, sizeof line, "sft: loss %.4f -> %.4f in %lld steps (%.0f s, %lld solution tokens); wrote %s", r.first_loss,
+                r.final_loss, static_cast<long long>(config.sft.steps), r.seconds, static_cast<long long>(r.tokens), a.out.c_str());
+  Terminal::get().result(line);
+  const nlohmann::json j = {{"first_loss", r.first_loss}, {"final_loss", r.final_loss}, {"steps", config.sft.steps},
+                            {"seconds", r.seconds},       {"tokens", r.tokens},         {"out", a.out}};
+  Terminal::get().json_result(j.dump());
 }
 }  // namespace
 
@@ -38,6 +49,7 @@ void add_sft_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("sft", "supervised warm start on a task's solutions; writes a Hugging Face folder");
   cmd->add_option("--config", a->config, "TOML run file (its [model], [task] and [sft] sections)")->required();
   cmd->add_option("--out", a->out, "output folder")->required();
+  add_output_options(cmd, a->output);
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_sft_command(*a, cmd->remaining()); });
 }

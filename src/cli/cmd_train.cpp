@@ -6,7 +6,10 @@
 #include <ctime>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/output_options.h"
 #include "cli/progress.h"
 #include "rl/run_config.h"
 #include "rl/train_run.h"
@@ -17,6 +20,7 @@ namespace {
 struct TrainArgs {
   std::string config;
   std::string run_dir;
+  OutputOptions output;
 };
 
 std::string default_run_dir() {
@@ -35,34 +39,37 @@ std::string fmt(const char* f, double x) {
 }
 
 void run_train(const TrainArgs& a, const std::vector<std::string>& overrides) {
+  apply_output_options(a.output, "train");
+  Terminal& term = Terminal::get();
   const rl::RunConfig config = rl::load_run_config(a.config, overrides).value();
   const std::string run_dir = a.run_dir.empty() ? default_run_dir() : a.run_dir;
-  std::printf("meshrl train: run dir %s\n", run_dir.c_str());
-  std::fflush(stdout);
+  term.info("run dir " + run_dir);
 
-  Progress bar;
-  const auto t0 = std::chrono::steady_clock::now();
+  Progress sft_bar("sft");
+  Progress bar("train");
   rl::TrainRunCallbacks cb;
-  cb.log = [&](const std::string& s) { bar.line(s); };
+  cb.log = [&](const std::string& s) { term.log(guess_level(s), s); };
   cb.on_sft_step = [&](const rl::SftProgress& p) {
-    if (!bar.is_tty() && p.step % config.sft.log_every != 0 && p.step != p.steps) return;
-    bar.update(p.step, p.steps, "sft loss " + fmt("%.3f", p.loss) + " lr " + fmt("%.2g", p.lr) + " " + fmt("%.0f s", p.seconds));
-    if (p.step == p.steps) bar.finish();
+    if (!sft_bar.is_tty() && p.step % config.sft.log_every != 0 && p.step != p.steps) return;
+    sft_bar.update(p.step, p.steps, "loss " + fmt("%.3f", p.loss) + " lr " + fmt("%.2g", p.lr));
   };
   cb.on_step = [&](const rl::StepMetrics& m) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string s = "reward " + fmt("%.3f", m.reward_mean) + " kept " + std::to_string(m.train.groups_kept) + "/" +
                     std::to_string(m.groups_total) + " kl " + fmt("%.4f", m.train.kl) + " ent " + fmt("%.2f", m.train.entropy) +
-                    " " + fmt("%.0f tok/s", m.tokens_per_s) + " " + fmt("%.0f s", elapsed);
+                    " " + fmt("%.0f tok/s", m.tokens_per_s);
     if (m.pass_at_1) s += " pass@1 " + fmt("%.1f%%", 100 * *m.pass_at_1);
     bar.update(m.step, config.grpo.steps, s);
-    if (m.step == config.grpo.steps) bar.finish();
   };
   const auto sum = rl::run_training(config, run_dir, cb).value();
   bar.finish();
-  std::printf("pass@1 %.1f%% -> %.1f%% (%+.1f points) after %lld steps, %lld samples, %.0f s; summary: %s/summary.json\n",
-              100 * sum.pass_at_1_before, 100 * sum.pass_at_1_after, 100 * (sum.pass_at_1_after - sum.pass_at_1_before),
-              static_cast<long long>(sum.steps), static_cast<long long>(sum.samples), sum.wall_seconds, run_dir.c_str());
+  char line[512];
+  std::snprintf(line, sizeof line, "pass@1 %.1f%% -> %.1f%% (%+.1f points) after %lld steps, %lld samples, %.0f s; summary: %s/summary.json",
+                100 * sum.pass_at_1_before, 100 * sum.pass_at_1_after, 100 * (sum.pass_at_1_after - sum.pass_at_1_before),
+                static_cast<long long>(sum.steps), static_cast<long long>(sum.samples), sum.wall_seconds, run_dir.c_str());
+  term.result(line);
+  nlohmann::json j = sum.json;
+  j["run_dir"] = run_dir;
+  term.json_result(j.dump());
 }
 }  // namespace
 
@@ -71,6 +78,7 @@ void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "single-node GRPO run from a TOML run file (--section.key=value overrides)");
   cmd->add_option("--config", a->config, "TOML run file (see configs/README.md)")->required();
   cmd->add_option("--run-dir", a->run_dir, "run directory (default runs/<timestamp>)");
+  add_output_options(cmd, a->output);
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_train(*a, cmd->remaining()); });
 }

@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "cli/terminal.h"
 #include "core/status.h"
 
 int main(int argc, char** argv) {
@@ -27,10 +28,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const meshrl::StatusError& e) {
-    std::fprintf(stderr, "meshrl: %s\n", e.what());
+    meshrl::cli::Terminal::get().end_bar();
+    meshrl::cli::log_error(e.what());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "meshrl: error: %s\n", e.what());
+    meshrl::cli::Terminal::get().end_bar();
+    meshrl::cli::log_error(std::string("error: ") + e.what());
     return 1;
   }
   return 0;

@@ -133,7 +133,9 @@ Status Coordinator::load_common(const std::string& spec) {
   model::set_threads(static_cast<int>(config_.run.model.threads));
   MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(config_.run.model.device));
   MESHRL_ASSIGN_OR_RETURN(policy_, rollout::load_policy(spec, device, config_.run.model.weight_seed));
-  // [lora]: the run's parameter set is then the adapters' B matrices (model/lora.h says why).
+  // [lora]: the run's parameter set is then the adapters' B matrices (model/lora.h says why), on a
+  // frozen base that nodes never download through the mesh, so they must prove they hold the same.
+  if (config_.run.lora.rank > 0) base_weights_hash_ = content_hash(trainable_parameters(*policy_.model));
   MESHRL_RETURN_IF_ERROR(rl::setup_lora(config_.run.lora, *policy_.model, "run config").status());
   theta_ = trainable_parameters(*policy_.model);
   param_count_ = theta_.numel();
@@ -152,14 +154,13 @@ Status Coordinator::load_common(const std::string& spec) {
 
 Status Coordinator::init_new(CoordinatorOptions& o) {
   config_ = o.config;
-  rl::RunConfig sft_config = config_.run;  // the warm start's cache key does not depend on threads
-  if (o.sft_threads > 0) sft_config.model.threads = o.sft_threads;
-  MESHRL_ASSIGN_OR_RETURN(rl::WarmStart warm, rl::ensure_warm_start(sft_config, o.on_sft_step));
+  MESHRL_ASSIGN_OR_RETURN(rl::WarmStart warm, rl::ensure_warm_start(config_.run, o.on_sft_step));
   log(warm.trained ? "sft: trained warm start " + warm.policy_spec
                    : (warm.cached ? "sft: reusing cached warm start " + warm.policy_spec : "no warm start: " + warm.policy_spec));
   // Nodes build the architecture and tokenizer from a preset name where there is one (they then
   // download the warm-started weights); a folder must exist on every node's machine.
-  model_spec_ = model::is_preset_name(config_.run.model.init) ? config_.run.model.init : warm.policy_spec;
+  // With [lora] only the adapters travel, so the base is the warm-start folder itself, not the preset.
+  model_spec_ = model::is_preset_name(config_.run.model.init) && config_.run.lora.rank == 0 ? config_.run.model.init : warm.policy_spec;
   const std::string warm_spec = warm.policy_spec;
   MESHRL_RETURN_IF_ERROR(load_common(warm_spec));
   nlohmann::json manifest = {
@@ -254,6 +255,7 @@ v1::Manifest Coordinator::manifest() const {
   m.set_model_config_hash(model_config_hash_);
   m.set_model_spec(model_spec_);
   m.set_tokenizer_hash(tokenizer_hash_);
+  m.set_base_weights_hash(base_weights_hash_);
   m.add_task_names(task_->name());
   m.set_run_config_toml(mesh_run_config_to_toml(config_));
   m.set_algorithm_json(mesh_section_to_json(config_.mesh).dump());

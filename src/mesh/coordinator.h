@@ -88,9 +88,6 @@ struct CoordinatorOptions {
   std::function<void(const std::string&)> log;
   std::function<void(const VersionReport&)> on_version;
   std::function<void(const rl::SftProgress&)> on_sft_step;  // while training the warm start
-  // Threads for training the warm start when it is not cached (0 = [model] threads). `meshrl demo`
-  // passes every core: no node runs yet, so nothing competes with SFT for them.
-  int sft_threads = 0;
 };
 
 class Coordinator {
@@ -178,6 +175,7 @@ class Coordinator {
   MeshRunConfig config_;
   RoundRules rules_;
   std::string run_id_, model_spec_, model_config_json_, model_config_hash_, tokenizer_hash_;
+  std::string base_weights_hash_;  // [lora] runs: the frozen base under the adapters ("" otherwise)
   int64_t param_count_ = 0;
   uint64_t max_update_bytes_ = 0;
   UpdateDecodeLimits limits_;

@@ -155,6 +155,13 @@ class NodeRunner {
     MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(o_.device));
     const std::string spec = o_.model.empty() ? m.model_spec() : o_.model;
     MESHRL_ASSIGN_OR_RETURN(rollout::Policy policy, rollout::load_policy(spec, device, cfg_.run.model.weight_seed));
+    if (!m.base_weights_hash().empty()) {
+      // [lora]: only adapters cross the wire, so the frozen base must already be the run's.
+      const std::string base = content_hash(trainable_parameters(*policy.model));
+      if (base != m.base_weights_hash())
+        return invalid_argument("[node " + o_.name + "] the base weights of '" + spec + "' (hash " + base + ") are not this run's frozen base (" +
+                                m.base_weights_hash() + "); pass the run's warm-start folder with --model");
+    }
     // [lora]: the same adapters as the coordinator's (A from the run's seed), so params_ is the B's.
     MESHRL_RETURN_IF_ERROR(rl::setup_lora(cfg_.run.lora, *policy.model, "run config").status());
     model_hash_ = model_config_hash(policy.model->config());

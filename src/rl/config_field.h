@@ -23,6 +23,11 @@ Status set_field_from_toml(FieldRef field, const toml::node& value, const std::s
 // Errors read "<where> must be a finite number, got 'fast'".
 Status set_field_from_text(FieldRef field, const std::string& text, const std::string& where);
 
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+// TOML files must be; command-line overrides are checked with it, so every string a run config
+// holds can be written back to TOML (the manifest) and read again unchanged.
+bool is_valid_utf8(const std::string& s);
+
 // Shortest decimal form that reads back to exactly `v` (messages and written configs).
 std::string format_double(double v);
 // One line, at most 40 characters, for quoting user input in a message.

@@ -36,7 +36,11 @@ Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Toke
   g.stop_strings = stops;
   g.sampling.temperature = 0.0;
   g.seed = o.seed;
-  const auto greedy = generate_batched(model, tok, prompts, g, o.batch_size);
+  const int64_t m_samples = o.pass_k > 1 ? (o.n_samples > 0 ? o.n_samples : 2 * o.pass_k) : 0;
+  const int64_t rows_total = n + n * m_samples;
+  const auto greedy = generate_batched(model, tok, prompts, g, o.batch_size, [&](int64_t done) {
+    if (o.on_progress) o.on_progress(done, rows_total);
+  });
   int64_t solved = 0, parsed = 0;
   for (int64_t i = 0; i < n; ++i) {
     MESHRL_ASSIGN_OR_RETURN(auto s, task.score(problems[i], text_for_scoring(greedy[i], tok, stops)));
@@ -59,7 +63,9 @@ Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Toke
         rows.push_back(prompts[i]);
         s.row_seeds.push_back(rollout::mix_seed({o.seed, static_cast<uint64_t>(i), static_cast<uint64_t>(j), 0xE7A1}));
       }
-    const auto samples = generate_batched(model, tok, rows, s, o.batch_size);
+    const auto samples = generate_batched(model, tok, rows, s, o.batch_size, [&](int64_t done) {
+      if (o.on_progress) o.on_progress(n + done, rows_total);
+    });
     double sum_k = 0, sum_1 = 0;
     for (int64_t i = 0; i < n; ++i) {
       int64_t c = 0;

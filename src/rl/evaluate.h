@@ -4,6 +4,8 @@
 // Knows nothing about training or the network.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +28,9 @@ struct EvalOptions {
   int64_t batch_size = 256;     // rows per generate() call
   uint64_t seed = 0;            // sample j of eval problem i uses mix_seed(seed, i, j)
   std::vector<int64_t> stop_ids;  // e.g. the policy's EOS ids
+  // Progress display (may be empty): generated rows so far of all the rows to generate (the n
+  // greedy ones, then n * n_samples when pass_k > 1), after each generation batch.
+  std::function<void(int64_t rows_done, int64_t rows_total)> on_progress;
 };
 
 struct EvalResult {

@@ -10,12 +10,10 @@
 #include "core/status.h"
 #include "model/lora_config.h"
 #include "model/transformer.h"
+#include "rl/lora_targets.h"  // lora_targets_of
 #include "rl/run_config.h"
 
 namespace meshrl::rl {
-
-// The comma-separated targets ("q_proj, v_proj" or "q,v"); errors name `where` and the module.
-Result<std::vector<model::LoraTarget>> lora_targets_of(const LoraSection& section, const std::string& where);
 
 // nullopt when the section asks for no adapters (rank 0 and no adapter folder).
 Result<std::optional<model::LoraConfig>> lora_config_of(const LoraSection& section, const std::string& source);

@@ -13,7 +13,7 @@
 
 #include "core/file_io.h"
 #include "rl/config_field.h"
-#include "rl/lora_setup.h"
+#include "rl/lora_targets.h"
 
 namespace meshrl::rl {
 namespace {
@@ -265,6 +265,7 @@ Status validate_run_config(const RunConfig& c, const std::string& source) {
 Status apply_overrides(RunConfig& c, const std::vector<std::string>& args, const std::string& source) {
   auto fields = fields_of(c);
   for (size_t i = 0; i < args.size(); ++i) {
+    if (!is_valid_utf8(args[i])) return invalid_argument("command line: an override is not valid UTF-8");
     std::string a = args[i];
     if (a.rfind("--", 0) == 0) a = a.substr(2);
     std::string key, value;

@@ -36,7 +36,8 @@ std::string text_for_scoring(const rollout::Completion& c, const tokenizer::Toke
 
 std::vector<rollout::Completion> generate_batched(model::TransformerImpl& model, const tokenizer::Tokenizer& tok,
                                                   const std::vector<std::vector<int64_t>>& prompts,
-                                                  const rollout::GenerateConfig& config, int64_t batch_size) {
+                                                  const rollout::GenerateConfig& config, int64_t batch_size,
+                                                  const std::function<void(int64_t rows_done)>& on_chunk) {
   std::vector<rollout::Completion> out;
   out.reserve(prompts.size());
   const auto bytes = rollout::token_bytes_fn(tok);
@@ -51,6 +52,7 @@ std::vector<rollout::Completion> generate_batched(model::TransformerImpl& model,
     std::vector<std::vector<int64_t>> chunk(prompts.begin() + from, prompts.begin() + to);
     auto part = rollout::generate(model, chunk, c, bytes);
     for (auto& x : part) out.push_back(std::move(x));
+    if (on_chunk) on_chunk(to);
   }
   return out;
 }

@@ -4,6 +4,8 @@
 // Knows nothing about losses or optimizers.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,8 +29,10 @@ std::string text_for_scoring(const rollout::Completion& c, const tokenizer::Toke
 
 // generate() over `prompts` in chunks of at most batch_size rows; row_seeds (one per prompt, or
 // empty for mix_seed(config.seed, row)) keep each row's sample independent of the chunking.
+// on_chunk (may be empty) is called with the rows done so far after each chunk.
 std::vector<rollout::Completion> generate_batched(model::TransformerImpl& model, const tokenizer::Tokenizer& tok,
                                                   const std::vector<std::vector<int64_t>>& prompts,
-                                                  const rollout::GenerateConfig& config, int64_t batch_size);
+                                                  const rollout::GenerateConfig& config, int64_t batch_size,
+                                                  const std::function<void(int64_t rows_done)>& on_chunk = {});
 
 }  // namespace meshrl::rl

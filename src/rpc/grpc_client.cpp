@@ -33,7 +33,8 @@ Status transport_error(const char* call, const grpc::Status& s) {
 
 class GrpcClient : public mesh::CoordinatorClient {
  public:
-  explicit GrpcClient(std::shared_ptr<grpc::Channel> ch) : stub_(v1::Coordinator::NewStub(ch)) {}
+  GrpcClient(std::shared_ptr<grpc::Channel> ch, std::function<void(uint64_t, uint64_t)> on_download_bytes)
+      : stub_(v1::Coordinator::NewStub(ch)), on_download_bytes_(std::move(on_download_bytes)) {}
 
   Result<v1::JoinReply> join(const v1::JoinRequest& req) override {
     grpc::ClientContext ctx;
@@ -62,7 +63,7 @@ class GrpcClient : public mesh::CoordinatorClient {
 
   // One attempt per stream; a broken stream resumes at the bytes already held.
   template <typename Open>
-  Result<Download> fetch(const char* call, Open open) {
+  Result<Download> fetch(const char* call, Open open, const std::function<void(uint64_t, uint64_t)>& on_bytes = {}) {
     Download d;
     uint64_t total = UINT64_MAX;
     Status last = io_error(std::string("[rpc] ") + call + ": no attempt");
@@ -81,6 +82,7 @@ class GrpcClient : public mesh::CoordinatorClient {
         d.bytes += c.data();
         d.version = c.version();
         d.hash = c.hash();
+        if (on_bytes) on_bytes(d.bytes.size(), total);
       }
       grpc::Status s = reader->Finish();
       if (s.ok() && total != UINT64_MAX && d.bytes.size() == total) return d;
@@ -101,7 +103,7 @@ class GrpcClient : public mesh::CoordinatorClient {
       req.set_version(version);
       req.set_offset(offset);
       return stub_->DownloadWeights(&ctx, req);
-    });
+    }, on_download_bytes_);
   }
   Result<Download> get_broadcast(const std::string& name, uint64_t session, int64_t version) override {
     return fetch("GetBroadcast", [&](grpc::ClientContext& ctx, uint64_t offset) {
@@ -155,6 +157,7 @@ class GrpcClient : public mesh::CoordinatorClient {
 
  private:
   std::unique_ptr<v1::Coordinator::Stub> stub_;
+  std::function<void(uint64_t, uint64_t)> on_download_bytes_;
 };
 
 }  // namespace
@@ -184,7 +187,7 @@ Result<std::unique_ptr<mesh::CoordinatorClient>> make_grpc_client(const ChannelO
     creds = grpc::SslCredentials(ssl);
   }
   auto ch = grpc::CreateCustomChannel(o.target, creds, args);
-  return std::unique_ptr<mesh::CoordinatorClient>(new GrpcClient(ch));
+  return std::unique_ptr<mesh::CoordinatorClient>(new GrpcClient(ch, o.on_download_bytes));
 }
 
 }  // namespace meshrl::rpc

@@ -4,6 +4,7 @@
 // Knows nothing about training or the round logic.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,9 @@ struct ChannelOptions {
   std::string ca_cert;         // PEM file of the CA that signed the coordinator's certificate
   std::string client_cert;     // the node's certificate + key (a run coordinator requires them: mutual TLS)
   std::string client_key;
+  // Progress of full-weight downloads (DownloadWeights, not broadcasts), may be empty: bytes held
+  // of the declared total after each chunk. Called from the downloading thread.
+  std::function<void(uint64_t done, uint64_t total)> on_download_bytes;
 };
 
 Result<std::unique_ptr<mesh::CoordinatorClient>> make_grpc_client(const ChannelOptions& options);

@@ -71,8 +71,13 @@ class Mesh:
         self.wait_for(lambda: self.read("coordinator").count("listening on") > seen, 120, "coordinator listening")
         self.log(f"coordinator up on port {self.port}" + (" (resumed)" if resume else ""))
 
-    def start_emulator(self):
-        p = self._spawn("emulator", ["link-emulator", "--topology", TOPOLOGY, "--upstream", f"127.0.0.1:{self.port}"])
+    def start_emulator(self, partitions=False):
+        """partitions: let partition() cut links off (the emulator rereads a control file)."""
+        args = ["link-emulator", "--topology", TOPOLOGY, "--upstream", f"127.0.0.1:{self.port}"]
+        if partitions:
+            self.cut = set()
+            args += ["--partitions", os.path.join(self.dir, "partitions.txt")]
+        p = self._spawn("emulator", args)
         self.wait_for(lambda: self.read("emulator").count("listening on") >= 4, 30, "link emulator")
         ports = dict(re.findall(r"^(\w+)\s+listening on 127\.0\.0\.1:(\d+)", self.read("emulator"), re.M))
         return {k: int(v) for k, v in ports.items()}
@@ -86,6 +91,18 @@ class Mesh:
             args += ["--shard", shard]
         self.log(f"start node {name}")
         return self._spawn(name, args + list(extra))
+
+    def partition(self, name, on):
+        """Cuts the emulator's link `name` off (on) or heals it; returns once the emulator has."""
+        self.cut = (self.cut | {name}) if on else (self.cut - {name})
+        line = re.compile(rf"^{name} {'PARTITIONED' if on else 'healed'}$", re.M)
+        seen = len(line.findall(self.read("emulator")))
+        path = os.path.join(self.dir, "partitions.txt")
+        with open(path + ".tmp", "w") as f:
+            f.write("".join(n + "\n" for n in sorted(self.cut)))
+        os.replace(path + ".tmp", path)  # atomic: the emulator never reads half a file
+        self.wait_for(lambda: len(line.findall(self.read("emulator"))) > seen, 10, f"{name} {'cut off' if on else 'healed'}")
+        self.log(f"{name} {'partitioned' if on else 'healed'}")
 
     def read(self, key):
         try:
