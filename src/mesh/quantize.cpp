@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/splitmix64.h"
 
 namespace meshrl::mesh {
 namespace {
@@ -15,15 +16,6 @@ namespace {
 inline double round_nearest(double r) {
   constexpr double kMagic = 6755399441055744.0;  // 1.5 * 2^52
   return (r + kMagic) - kMagic;
-}
-
-// splitmix64 finaliser: a counter-based generator, so element i's draw depends only on (seed, i)
-// and any slice of a tensor can be quantised independently with the same result.
-inline uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 // Smallest float32 scale s with s * max_level >= absmax (exact in double: 24 x 7 significant bits).
@@ -78,7 +70,9 @@ void quantize_blockwise(std::span<const float> x, int max_level, const QuantizeC
     } else {
       for (size_t i = begin; i < end; ++i) {
         // u uniform in [0, 1) from the top 53 bits: floor(r + u) rounds up with probability frac(r).
-        const double u = static_cast<double>(mix64(config.seed ^ mix64(i)) >> 11) * 0x1.0p-53;
+        // Counter-based: element i's draw depends only on (seed, i), so any slice of a tensor can be
+        // quantised independently with the same result.
+        const double u = static_cast<double>(splitmix64(config.seed ^ splitmix64(i)) >> 11) * 0x1.0p-53;
         const double q = std::clamp(std::floor(static_cast<double>(x[i]) * inv + u), -level, level);
         codes[i] = static_cast<int8_t>(q);
       }

@@ -3,16 +3,10 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/splitmix64.h"
 
 namespace meshrl::model {
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 std::string param_name(LoraTarget t, const char* which) { return std::string(lora_target_name(t)) + "_" + which; }
 

@@ -5,17 +5,9 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/splitmix64.h"
 
 namespace meshrl::rollout {
-
-namespace {
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 double uniform_from(uint64_t seed, uint64_t counter) {
   uint64_t r = splitmix64(splitmix64(seed) ^ (counter * 0xD1B54A32D192ED03ull));

@@ -8,14 +8,9 @@
 #include <cstdint>
 #include <string_view>
 
-namespace meshrl::tasks {
+#include "core/splitmix64.h"
 
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+namespace meshrl::tasks {
 
 // Combines two 64-bit values into one well-mixed seed (order matters).
 inline uint64_t mix_seed(uint64_t a, uint64_t b) { return splitmix64(splitmix64(a) ^ (b + 0x632BE59BD9B4E019ull)); }
