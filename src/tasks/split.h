@@ -1,6 +1,6 @@
 // Seeded randomness and the train/eval split for tasks. Header-only, torch-free.
-// Owns the one PRNG every task uses (splitmix64: tiny, the same stream on every platform, unlike
-// std::uniform_int_distribution whose output differs between libstdc++ and libc++) and the rule
+// Owns the seeded draws every task uses (built on core/splitmix64.h: the same stream on every
+// platform, unlike std::uniform_int_distribution whose output differs between libstdc++ and libc++) and the rule
 // that puts a problem in the held-out split: a hash of its canonical text, mixed with split_seed,
 // below eval_fraction. Knows nothing about prompts or verifiers.
 #pragma once
