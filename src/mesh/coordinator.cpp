@@ -143,7 +143,9 @@ Status Coordinator::load_common(const std::string& spec) {
   // before it is read into memory.
   max_update_bytes_ = static_cast<uint64_t>(param_count_) * 4 + 4096 + 2048 * theta_.size();
   limits_.max_decoded_bytes = static_cast<uint64_t>(param_count_) * 4;
-  limits_.max_tensors = static_cast<uint32_t>(theta_.size());
+  // Room for other tensor counts, so a wrong parameter set (a full delta into an adapter run, or
+  // the reverse) reaches the layout check and is refused as "shape"; max_decoded_bytes bounds memory.
+  limits_.max_tensors = static_cast<uint32_t>(theta_.size()) + 1024;
   model_config_json_ = model::to_hf_config_json(policy_.model->config());
   model_config_hash_ = model_config_hash(policy_.model->config());
   tokenizer_hash_ = tokenizer_hash(*policy_.tokenizer);
@@ -457,7 +459,8 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
   // over a working connection must still be accepted.
   if (h.declared_bytes() > max_update_bytes_)
     return reject(key, RejectCode::kSize, "declared " + std::to_string(h.declared_bytes()) + " bytes, more than this run's maximum " +
-                           std::to_string(max_update_bytes_), false);
+                           std::to_string(max_update_bytes_) + " (it exchanges " + std::to_string(param_count_) + " values" +
+                           (config_.run.lora.rank > 0 ? ", LoRA adapters only: is this a full-weight delta?)" : ")"), false);
   if (payload.size() > h.declared_bytes())
     return reject(key, RejectCode::kSize, "payload larger than declared (" + std::to_string(h.declared_bytes()) + " bytes)", false);
   if (payload.size() < h.declared_bytes())
