@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: deps build test demo fuzz bench clean
+.PHONY: deps build test test-sanitize test-sanitize-quick demo fuzz bench clean
 
 deps:
 	@scripts/install-deps
@@ -19,6 +19,16 @@ build: deps $(BUILD)/build.ninja
 
 test: build fuzz
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+# The tests under sanitizers (scripts/test-sanitize): every unit and integration test with ASan +
+# UBSan in build-asan, then the coordinator's concurrency tests with TSan in build-tsan.
+# test-sanitize-quick is the ASan + UBSan unit tests alone (CI runs it after `make test`).
+test-sanitize: deps
+	JOBS=$(JOBS) scripts/test-sanitize asan
+	JOBS=$(JOBS) scripts/test-sanitize tsan
+
+test-sanitize-quick: deps
+	JOBS=$(JOBS) scripts/test-sanitize quick
 
 $(FUZZ_BUILD)/build.ninja:
 	CXX=clang++ CC=clang cmake -S . -B $(FUZZ_BUILD) -G Ninja -DMESHRL_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -40,4 +50,4 @@ bench: build
 	/usr/bin/python3 bench/compare.py --meshrl $(BUILD)/meshrl --workloads rollout,train --models tiny --threads 1
 
 clean:
-	rm -rf $(BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD) build-asan build-tsan

@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/output_options.h"
+#include "cli/progress.h"
 #include "cli/terminal.h"
 #include "core/file_io.h"
 #include "mesh/coordinator.h"
@@ -80,8 +81,10 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
   auto coord = mesh::Coordinator::start(o).value();
   const int64_t n_eval = coord->config().mesh.n_eval > 0 ? coord->config().mesh.n_eval : coord->config().run.eval.n_eval;
   double before = -1;
+  Progress eval_bar("eval", eval_progress_options());
+  const auto on_eval_rows = [&eval_bar](int64_t done, int64_t total) { eval_bar.update(done, total); };
   if (a.eval) {
-    before = coord->evaluate_current(n_eval).value();
+    before = coord->evaluate_current(n_eval, on_eval_rows).value();
     char b[128];
     std::snprintf(b, sizeof b, "held-out pass@1 %.1f%% at version %lld", 100 * before, static_cast<long long>(coord->version()));
     term.info(b);
@@ -122,7 +125,7 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
   coord->stop();
   term.result("coordinator: stopped at version " + std::to_string(coord->version()) + " " + coord->hash());
   if (a.eval && rc == 0) {
-    const double after = coord->evaluate_current(n_eval).value();
+    const double after = coord->evaluate_current(n_eval, on_eval_rows).value();
     char b[128];
     std::snprintf(b, sizeof b, "coordinator: held-out pass@1 %.1f%% -> %.1f%%", 100 * before, 100 * after);
     term.result(b);
@@ -130,7 +133,8 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
     nlohmann::json nodes = nlohmann::json::object();
     for (const auto& [name, r] : coord->nodes())
       nodes[name] = {{"updates_applied", r.updates_applied}, {"updates_rejected", r.updates_rejected},
-                     {"final_hash", r.last_progress.hash()}, {"left", r.left}};
+                     {"final_hash", r.last_progress.hash()}, {"left", r.left},
+                     {"audits_passed", r.audits_passed}, {"audits_failed", r.audits_failed}, {"excluded", r.excluded}};
     const nlohmann::json s = {{"pass_at_1_before", before}, {"pass_at_1_after", after}, {"rounds", coord->version()},
                               {"final_version_hash", coord->hash()}, {"bytes_up", coord->bytes_up()},
                               {"bytes_down", coord->bytes_down()}, {"nodes", nodes}};

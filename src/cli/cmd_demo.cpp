@@ -121,7 +121,9 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
     term.info("dashboard: " + http->url() + "  (Prometheus metrics at " + http->url() + "metrics)");
   }
   const int64_t n_eval = cfg.mesh.n_eval > 0 ? cfg.mesh.n_eval : cfg.run.eval.n_eval;
-  const double before = coord->evaluate_current(n_eval).value();
+  Progress eval_bar("eval", eval_progress_options());
+  const auto on_eval_rows = [&eval_bar](int64_t done, int64_t total) { eval_bar.update(done, total); };
+  const double before = coord->evaluate_current(n_eval, on_eval_rows).value();
   (void)version_log->add_eval(coord->version(), before);
   term.info("held-out pass@1 before: " + fmt("%.1f%%", 100 * before) + " (" + std::to_string(n_eval) + " problems)");
 
@@ -162,7 +164,7 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
     for (const auto& r : fresh) {
       std::string pass;
       if (cfg.mesh.eval_every_rounds > 0 && r.version % cfg.mesh.eval_every_rounds == 0 && r.version < cfg.mesh.rounds) {
-        auto p = coord->evaluate_current(n_eval);
+        auto p = coord->evaluate_current(n_eval, on_eval_rows);
         if (p.is_ok()) {
           (void)version_log->add_eval(r.version, p.value());
           char b[32];
@@ -197,7 +199,7 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   }
   round_bar.finish();
   server->shutdown();
-  const double after = coord->evaluate_current(n_eval).value();
+  const double after = coord->evaluate_current(n_eval, on_eval_rows).value();
   (void)version_log->add_eval(coord->version(), after);
   const int64_t P = coord->param_count();
 

@@ -51,9 +51,7 @@ void run_eval(const EvalArgs& a, const std::vector<std::string>& extras) {
   o.batch_size = a.batch_size;
   o.seed = a.seed;
   o.stop_ids = policy.stop_ids;
-  ProgressOptions po;
-  po.unit = "rows";
-  Progress bar("eval", po);
+  Progress bar("eval", eval_progress_options());
   o.on_progress = [&](int64_t done, int64_t total) { bar.update(done, total); };
   const auto r = rl::evaluate(*policy.model, *policy.tokenizer, *task, o).value();
   bar.finish();

@@ -1,6 +1,8 @@
 // `meshrl node --coordinator HOST:PORT --name paris [--shard I/N] [--model DIR] [--threads 1]
-//  [--insecure | --identity DIR] [--signing-key FILE] [--report FILE] [--task.key=value --grpo.key=value ...]`
-// Joins a run and trains on this machine's slice of the task until the run finishes.
+//  [--insecure | --identity DIR] [--signing-key FILE] [--report FILE] [--http PORT [--http-bind ADDR]]
+//  [--task.key=value --grpo.key=value ...]`
+// Joins a run and trains on this machine's slice of the task until the run finishes. --http serves
+// the node's Prometheus counters at /metrics (web/node_prometheus_text.h).
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -11,6 +13,8 @@
 #include "core/file_io.h"
 #include "mesh/node.h"
 #include "rpc/grpc_client.h"
+#include "web/http_server.h"
+#include "web/node_prometheus_text.h"
 #include "trust/run_ca.h"
 #include "trust/signing_key.h"
 
@@ -23,6 +27,7 @@ struct NodeArgs {
   std::string name;
   std::string shard;
   std::string model;
+  std::string cache_dir = "runs/cache";
   std::string device = "cpu";
   int threads = 1;
   bool insecure = false;
@@ -30,6 +35,10 @@ struct NodeArgs {
   std::string signing_key;  // Ed25519 key file (created when missing); default DIR/signing.key, or per process
   std::string report;
   double give_up_s = 300;
+  double max_backoff_s = 5;
+  std::string test_misbehave;  // hidden, tests only: see mesh::NodeOptions
+  int http_port = -1;    // -1: no /metrics; 0: any free port
+  std::string http_bind = "127.0.0.1";
   OutputOptions output;
 };
 
@@ -44,8 +53,11 @@ void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) 
   o.device = a.device;
   o.threads = a.threads;
   o.model = a.model;
+  o.cache_dir = a.cache_dir;
   o.overrides = overrides;
   o.give_up_s = a.give_up_s;
+  o.max_backoff_s = a.max_backoff_s;
+  o.test_misbehave = a.test_misbehave;
   if (!a.shard.empty()) {
     unsigned long long i = 0, n = 0;
     if (std::sscanf(a.shard.c_str(), "%llu/%llu", &i, &n) != 2 || n == 0 || i >= n)
@@ -80,6 +92,17 @@ void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) 
   o.signing_key = std::make_shared<const trust::SigningKey>(key_file.empty() ? trust::SigningKey::generate()
                                                                              : trust::SigningKey::load_or_create(key_file).value());
   auto client = rpc::make_grpc_client(co).value();
+  std::unique_ptr<web::HttpServer> http;
+  if (a.http_port >= 0) {
+    o.metrics = std::make_shared<mesh::NodeMetrics>();
+    o.metrics->update([&](mesh::NodeCounters& c) { c.name = a.name; });  // labelled before the join
+    web::HttpOptions ho;
+    ho.bind = a.http_bind;
+    ho.port = a.http_port;
+    ho.dashboard = false;
+    http = web::HttpServer::start_metrics(ho, [m = o.metrics] { return web::node_prometheus_text(m->read()); }).value();
+    term.info("metrics " + http->url() + "metrics");
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   const mesh::NodeReport rep = mesh::run_node(*client, o, &g_stop).value();
@@ -105,6 +128,7 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--name", a->name, "this node's name, unique in the run: [a-z0-9_-]")->required();
   cmd->add_option("--shard", a->shard, "I/N: train on slice I of N of the task's training problems");
   cmd->add_option("--model", a->model, "model folder for architecture + tokenizer (default: the run's)");
+  cmd->add_option("--cache-dir", a->cache_dir, "keeps the frozen base of a [lora] run, downloaded once (default runs/cache)");
   cmd->add_option("--device", a->device, "cpu | cuda | mps | auto");
   cmd->add_option("--threads", a->threads, "intra-op threads (1 when processes share a machine)");
   cmd->add_flag("--insecure", a->insecure, "plaintext gRPC (refused unless the coordinator is on loopback)");
@@ -112,6 +136,12 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--signing-key", a->signing_key, "Ed25519 key that signs updates, created when missing (default DIR/signing.key)");
   cmd->add_option("--report", a->report, "write this node's final report (JSON) here");
   cmd->add_option("--give-up", a->give_up_s, "seconds without reaching the coordinator before giving up");
+  cmd->add_option("--max-backoff", a->max_backoff_s, "longest wait between reconnect tries, seconds (from 0.2, doubling)")
+      ->check(CLI::Range(0.2, 3600.0));
+  // Not in --help: makes this node lie (tests of reward audits and robust aggregation).
+  cmd->add_option("--test-misbehave", a->test_misbehave, "inflate_rewards | sign_flip_x10")->group("");
+  cmd->add_option("--http", a->http_port, "serve this node's Prometheus counters at /metrics on this port (0 = any free port)");
+  cmd->add_option("--http-bind", a->http_bind, "address for --http (default 127.0.0.1; no authentication)");
   add_output_options(cmd, a->output);
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_node_cmd(*a, cmd->remaining()); });

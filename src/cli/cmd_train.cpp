@@ -47,12 +47,14 @@ void run_train(const TrainArgs& a, const std::vector<std::string>& overrides) {
 
   Progress sft_bar("sft");
   Progress bar("train");
+  Progress eval_bar("eval", eval_progress_options());
   rl::TrainRunCallbacks cb;
   cb.log = [&](const std::string& s) { term.log(guess_level(s), s); };
   cb.on_sft_step = [&](const rl::SftProgress& p) {
     if (!sft_bar.is_tty() && p.step % config.sft.log_every != 0 && p.step != p.steps) return;
     sft_bar.update(p.step, p.steps, "loss " + fmt("%.3f", p.loss) + " lr " + fmt("%.2g", p.lr));
   };
+  cb.on_eval_progress = [&](int64_t done, int64_t total) { eval_bar.update(done, total); };
   cb.on_step = [&](const rl::StepMetrics& m) {
     std::string s = "reward " + fmt("%.3f", m.reward_mean) + " kept " + std::to_string(m.train.groups_kept) + "/" +
                     std::to_string(m.groups_total) + " kl " + fmt("%.4f", m.train.kl) + " ent " + fmt("%.2f", m.train.entropy) +

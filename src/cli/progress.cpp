@@ -77,6 +77,13 @@ std::string render_progress(const ProgressLine& p, bool tty) {
   return s;
 }
 
+ProgressOptions eval_progress_options() {
+  ProgressOptions o;
+  o.unit = "rows";
+  o.plain_every_s = 5;
+  return o;
+}
+
 namespace {
 double mono_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

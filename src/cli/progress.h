@@ -50,6 +50,10 @@ struct ProgressOptions {
   double plain_every_s = 0;      // plain lines at most this often; 0 = every update (the caller filters)
 };
 
+// An evaluation's generated rows (eval, train, coordinator, demo): unit "rows", and plain lines at
+// most every 5 s, since the periodic evaluations inside a run would otherwise fill its log.
+ProgressOptions eval_progress_options();
+
 class Progress {
  public:
   using Clock = std::function<double()>;  // monotonic seconds; tests inject their own

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/check.h"
+#include "core/fault_point.h"
 #include "mesh/content_hash.h"
 #include "mesh/policy_params.h"
 #include "mesh/protocol.h"
@@ -129,13 +130,25 @@ Status Coordinator::load_common(const std::string& spec) {
   MESHRL_ASSIGN_OR_RETURN(acc_, make_aggregator(ac));
   norm_bound_ = std::make_unique<NormBound>(m.norm_bound_factor, m.norm_window);
   rate_ = std::make_unique<RateLimiter>(m.max_updates_per_minute);
+  audits_ = std::make_unique<AuditTally>(m.audit_exclude_after);
+  audit_on_ = m.audit_rate > 0 && (task_is_shared(config_.run.task) || m.audit_private);
+  if (m.audit_rate > 0 && !audit_on_)
+    log("reward audits off: a " + config_.run.task.kind + " task is private to each node, the coordinator cannot re-score it "
+        "(set [mesh] audit_private = true when every node holds the same task)");
+  {
+    std::random_device rd;
+    audit_secret_ = (uint64_t{rd()} << 32) ^ rd();
+  }
 
   model::set_threads(static_cast<int>(config_.run.model.threads));
   MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(config_.run.model.device));
   MESHRL_ASSIGN_OR_RETURN(policy_, rollout::load_policy(spec, device, config_.run.model.weight_seed));
   // [lora]: the run's parameter set is then the adapters' B matrices (model/lora.h says why), on a
   // frozen base that nodes never download through the mesh, so they must prove they hold the same.
-  if (config_.run.lora.rank > 0) base_weights_hash_ = content_hash(trainable_parameters(*policy_.model));
+  if (config_.run.lora.rank > 0) {
+    base_params_ = trainable_parameters(*policy_.model);  // views: setup_lora freezes them, nothing changes them
+    base_weights_hash_ = content_hash(base_params_);
+  }
   MESHRL_RETURN_IF_ERROR(rl::setup_lora(config_.run.lora, *policy_.model, "run config").status());
   theta_ = trainable_parameters(*policy_.model);
   param_count_ = theta_.numel();
@@ -160,9 +173,9 @@ Status Coordinator::init_new(CoordinatorOptions& o) {
   log(warm.trained ? "sft: trained warm start " + warm.policy_spec
                    : (warm.cached ? "sft: reusing cached warm start " + warm.policy_spec : "no warm start: " + warm.policy_spec));
   // Nodes build the architecture and tokenizer from a preset name where there is one (they then
-  // download the warm-started weights); a folder must exist on every node's machine.
-  // With [lora] only the adapters travel, so the base is the warm-start folder itself, not the preset.
-  model_spec_ = model::is_preset_name(config_.run.model.init) && config_.run.lora.rank == 0 ? config_.run.model.init : warm.policy_spec;
+  // download the warm-started weights, or with [lora] the frozen base once: base_weights.h); a
+  // folder must exist on every node's machine.
+  model_spec_ = model::is_preset_name(config_.run.model.init) ? config_.run.model.init : warm.policy_spec;
   const std::string warm_spec = warm.policy_spec;
   MESHRL_RETURN_IF_ERROR(load_common(warm_spec));
   nlohmann::json manifest = {
@@ -212,7 +225,26 @@ Status Coordinator::init_resume(CoordinatorOptions& o) {
   version_ = v;
   finished_ = version_ >= config_.mesh.rounds;
   round_ = {v, mono_seconds(), 0, 0};
-  MESHRL_RETURN_IF_ERROR(readmit_pending());
+  // A run that finished (crashed right after its last commit) closes no more rounds: answer what
+  // is still pending now, as close_round does when the run finishes, or it stays pending forever.
+  if (finished_) {
+    for (const store::UpdateRow& row : store_->ledger().pending()) {
+      MESHRL_RETURN_IF_ERROR(store_->ledger().mark_rejected(row.key, "the run finished at version " + std::to_string(version_)));
+      (void)store_->remove_spooled(row.key.str());
+    }
+  } else {
+    MESHRL_RETURN_IF_ERROR(readmit_pending());
+  }
+  // A crash between commit_round and the spool cleanup leaves the applied updates' payloads behind.
+  for (const store::UpdateRow& row : store_->ledger().updates())
+    if (row.state != store::UpdateState::kReceived) (void)store_->remove_spooled(row.key.str());
+  // Exclusions outlive a restart (failure counts start over: a flag is a warning, not a verdict).
+  for (const store::NodeEvent& e : store_->ledger().node_events())
+    if (e.event == "excluded") {
+      audits_->restore_excluded(e.node);
+      records_[e.node].name = e.node;
+      records_[e.node].excluded = true;
+    }
   for (const store::UpdateRow& row : store_->ledger().updates())
     if ((row.state == store::UpdateState::kApplied && row.applied_version == v) || row.state == store::UpdateState::kReceived)
       expected_.insert(row.key.node);
@@ -237,6 +269,7 @@ Status Coordinator::readmit_pending() {
     }
     if (!why.empty()) {
       MESHRL_RETURN_IF_ERROR(store_->ledger().mark_rejected(row.key, why));
+      (void)store_->remove_spooled(row.key.str());
       continue;
     }
     MESHRL_RETURN_IF_ERROR(acc_->add(u.value(), a.weight));
@@ -400,6 +433,17 @@ Result<Coordinator::Blob> Coordinator::weights(const std::string& name, uint64_t
   return Blob{std::make_shared<const std::string>(std::move(b)), version, rec.hash};
 }
 
+Result<Coordinator::Blob> Coordinator::base_weights(const std::string& name, uint64_t session) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!session_ok(name, session)) return invalid_argument("not joined (unknown session or lease expired); join again");
+  if (base_weights_hash_.empty()) return invalid_argument("this run trains full weights: there is no separate frozen base to download");
+  if (!base_blob_) {  // encoded once: the base never changes during a run
+    MESHRL_ASSIGN_OR_RETURN(std::string b, weights_codec_->encode(base_params_));
+    base_blob_ = std::make_shared<const std::string>(std::move(b));
+  }
+  return Blob{base_blob_, 0, base_weights_hash_};
+}
+
 Result<Coordinator::Blob> Coordinator::broadcast(const std::string& name, uint64_t session, int64_t version) {
   std::unique_lock<std::mutex> lk(mu_);
   if (!session_ok(name, session)) return invalid_argument("not joined (unknown session or lease expired); join again");
@@ -493,6 +537,9 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
   if (last.value() && h.seq() <= *last.value())
     return reject(key, RejectCode::kReplay, "seq " + std::to_string(h.seq()) + " is not above " + std::to_string(*last.value()) +
                                                 ", the last seq seen from '" + h.name() + "'", false);
+  if (audits_->excluded(h.name()))
+    return reject(key, RejectCode::kExcluded, "'" + h.name() + "' failed " + std::to_string(config_.mesh.audit_exclude_after) +
+                                                  " reward audit(s) and is excluded from this run", true);
   if (finished_) return reject(key, RejectCode::kFinished, "the run has finished at version " + std::to_string(version_), true);
   const Admission a = admit_update(rules_, version_, h.base_version(), h.n_samples());
   if (!a.accepted) return reject(key, RejectCode::kStale, a.reason, true);
@@ -507,23 +554,124 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
   if (auto st = store_->spool_update(key.str(), payload); !st.is_ok()) return reject(key, RejectCode::kInternal, "spool: " + st.message(), false);
   auto rec = store_->ledger().record_received(key, h.n_samples(), static_cast<int64_t>(payload.size()));
   if (!rec.is_ok()) return reject(key, RejectCode::kInternal, "ledger: " + rec.status().message(), false);
+  // Audited: acknowledged (it is on disk) but held out of the round until the node's answer to
+  // the reward audit holds (answer_audit) or its deadline passes (expire_audits).
+  if (audit_on_ && audit_drawn(audit_secret_, key.str(), config_.mesh.audit_rate)) {
+    HeldUpdate held{key, decoded.value(), norm, h.n_samples(), h.stats(), {}, mono_seconds() + config_.mesh.audit_deadline_s};
+    held.claim = {h.stats().n_scored(), h.stats().scored_digest(), h.stats().reward_mean(),
+                  audit_indices(audit_secret_, key.str(), h.stats().n_scored(), config_.mesh.audit_samples)};
+    v1::AuditRequest* q = r.mutable_audit();
+    q->set_base_version(key.base_version);
+    q->set_seq(key.seq);
+    for (int64_t i : held.claim.indices) q->add_indices(i);
+    q->set_deadline_s(config_.mesh.audit_deadline_s);
+    held_[key.str()] = std::move(held);
+    log("auditing update " + key.str() + ": " + std::to_string(q->indices_size()) + " of " + std::to_string(h.stats().n_scored()) +
+        " committed rollouts");
+    r.set_accepted(true);
+    return r;
+  }
   // Only now, with the bytes and the row on disk, does the update count (and get acknowledged).
-  if (auto st = acc_->add(decoded.value(), a.weight); !st.is_ok()) {
-    fatal_ = st;
+  if (auto st = count_in_round(key, decoded.value(), norm, a, h.n_samples(), h.stats()); !st.is_ok())
     return reject(key, RejectCode::kInternal, "aggregate: " + st.message(), true);
+  r.set_accepted(true);
+  return r;
+}
+
+Status Coordinator::count_in_round(const UpdateKey& key, const NamedTensors& u, double norm, const Admission& a, int64_t n_samples,
+                                   const v1::RewardStats& stats) {
+  if (auto st = acc_->add(u, a.weight); !st.is_ok()) {
+    fatal_ = st;
+    return st;
   }
   norm_bound_->accepted(norm);
   round_keys_.emplace_back(key, a.weight);
   round_staleness_.push_back(a.staleness);
-  round_rewards_.push_back(h.stats().reward_mean());
-  round_kl_.push_back(h.stats().kl());
-  round_entropy_.push_back(h.stats().entropy());
-  round_samples_ += h.n_samples();
+  round_rewards_.push_back(stats.reward_mean());
+  round_kl_.push_back(stats.kl());
+  round_entropy_.push_back(stats.entropy());
+  round_samples_ += n_samples;
   ++round_.n_updates;
-  if (a.staleness == 0 && round_fresh_.insert(h.name()).second) ++round_.n_fresh_nodes;
-  r.set_accepted(true);
+  if (a.staleness == 0 && round_fresh_.insert(key.node).second) ++round_.n_fresh_nodes;
   version_cv_.notify_all();  // wakes the round loop
-  return r;
+  return Status::ok();
+}
+
+void Coordinator::record_audit(const std::string& node, bool passed, const std::string& detail) {
+  const bool now_excluded = audits_->record(node, passed);
+  NodeRecord& nr = records_[node];
+  nr.name = node;
+  ++(passed ? nr.audits_passed : nr.audits_failed);
+  (void)store_->ledger().node_event(node, passed ? "audit_passed" : "audit_failed", detail);
+  if (now_excluded) {
+    nr.excluded = true;
+    const std::string why = "failed " + std::to_string(audits_->failures(node)) + " reward audit(s); its updates are refused from now on";
+    (void)store_->ledger().node_event(node, "excluded", why);
+    log("excluded " + node + ": " + why);
+  } else if (!passed) {
+    log("flagged " + node + ": reward audit failed (" + std::to_string(audits_->failures(node)) + " of " +
+        std::to_string(config_.mesh.audit_exclude_after) + " before exclusion): " + detail);
+  }
+}
+
+void Coordinator::expire_audits(double now) {
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    const UpdateKey key = it->second.key;
+    it = held_.erase(it);
+    const std::string why = "no answer to the reward audit within " + std::to_string(static_cast<int>(config_.mesh.audit_deadline_s)) + " s";
+    (void)reject(key, RejectCode::kAuditFailed, why, true);
+    record_audit(key.node, false, key.str() + ": " + why);
+  }
+}
+
+v1::AuditVerdict Coordinator::answer_audit(const v1::AuditAnswer& ans) {
+  v1::AuditVerdict v;
+  const UpdateKey key{ans.name().substr(0, 64), ans.base_version(), ans.seq()};
+  AuditClaim claim;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!session_ok(ans.name(), ans.session())) {
+      v.set_reason("not joined (unknown session or lease expired); join again");
+      return v;
+    }
+    auto it = held_.find(key.str());
+    if (it == held_.end()) {
+      v.set_reason("no audit is open for update " + key.str() + " (answered already, past its deadline, or never asked)");
+      return v;
+    }
+    claim = it->second.claim;
+  }
+  // Re-scoring runs outside the lock: a command task's verifier may take its time limit.
+  const AuditOutcome out = check_audit_answer(*task_, claim, ans, config_.mesh.audit_tolerance);
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = held_.find(key.str());
+  if (it == held_.end()) {
+    v.set_reason("the audit of " + key.str() + " closed while it was checked (deadline or end of run)");
+    return v;
+  }
+  HeldUpdate held = std::move(it->second);
+  held_.erase(it);
+  if (!out.passed) {
+    (void)reject(key, RejectCode::kAuditFailed, out.reason, true);
+    record_audit(key.node, false, key.str() + ": " + out.reason);
+    v.set_reason(out.reason);
+    v.set_excluded(audits_->excluded(key.node));
+    v.set_code(v.excluded() ? reject_code_name(RejectCode::kExcluded) : reject_code_name(RejectCode::kAuditFailed));
+    return v;
+  }
+  record_audit(key.node, true, key.str() + ": " + std::to_string(claim.indices.size()) + " rollout(s) re-scored");
+  v.set_passed(true);
+  // The round may have moved on while the update was held: admit it as any late update.
+  const Admission a = admit_update(rules_, version_, key.base_version, held.n_samples);
+  if (finished_) (void)reject(key, RejectCode::kFinished, "the run has finished at version " + std::to_string(version_), true);
+  else if (!a.accepted) (void)reject(key, RejectCode::kStale, a.reason, true);
+  else if (auto st = count_in_round(key, held.update, held.norm, a, held.n_samples, held.stats); !st.is_ok())
+    (void)reject(key, RejectCode::kInternal, "aggregate: " + st.message(), true);
+  return v;
 }
 
 Status Coordinator::close_round(CloseReason reason) {
@@ -539,11 +687,15 @@ Status Coordinator::close_round(CloseReason reason) {
     torch::NoGradGuard no_grad;
     MESHRL_RETURN_IF_ERROR(apply_delta(theta_, sent));
   }
+  fault_point("mid_aggregate", version_ + 1);  // test-only crash points: core/fault_point.h
   const std::string parent = hash_;
   const std::string hash = content_hash(theta_);
   const int64_t v = version_ + 1;
+  fault_point("before_persist", v);
   MESHRL_RETURN_IF_ERROR(store_->write_version(v, hash, parent, to_set(theta_), pack_outer_state(outer_->state(), ef_.residual()), bytes));
+  fault_point("before_commit", v);
   MESHRL_RETURN_IF_ERROR(store_->ledger().commit_round(v, hash, round_keys_, close_reason_name(reason)));
+  fault_point("after_commit", v);
   for (const auto& [k, w] : round_keys_) {
     (void)store_->remove_spooled(k.str());
     NodeRecord& nr = records_[k.node];
@@ -586,9 +738,12 @@ Status Coordinator::close_round(CloseReason reason) {
   round_ = {v, mono_seconds(), 0, 0};
   if (version_ >= config_.mesh.rounds) {
     finished_ = true;
-    // Acknowledged updates that no round will take are answered, not forgotten.
-    for (const store::UpdateRow& row : store_->ledger().pending())
+    // Acknowledged updates that no round will take are answered, not forgotten (held ones too).
+    held_.clear();
+    for (const store::UpdateRow& row : store_->ledger().pending()) {
       (void)store_->ledger().mark_rejected(row.key, "the run finished at version " + std::to_string(version_));
+      (void)store_->remove_spooled(row.key.str());
+    }
   }
   rep.nodes_online = static_cast<int64_t>(members_.size());
   rep.bytes_up = bytes_up_;
@@ -609,14 +764,19 @@ void Coordinator::round_loop() {
     const double now = mono_seconds();
     expire_leases(now);
     if (finished_ || fatal_) continue;
+    expire_audits(now);
     int64_t online = static_cast<int64_t>(members_.size());
     if (now < grace_until_) {
       std::set<std::string> known = expected_;
       for (const auto& [name, m] : members_) known.insert(name);
       online = static_cast<int64_t>(known.size());
     }
+    // Excluded nodes may still train and send, but none of their updates counts: the quorum is of the others.
+    for (const auto& [name, m] : members_)
+      if (audits_->excluded(name)) --online;
     const CloseReason why = should_close(rules_, round_, online, now);
     if (why == CloseReason::kOpen) continue;
+    fault_point("after_ack", version_ + 1);  // test-only: core/fault_point.h
     if (Status st = close_round(why); !st.is_ok()) {
       // theta, the outer state and the residual may be half-updated: stop, and let --resume redo
       // the round from the durable version and the spooled updates.
@@ -700,7 +860,7 @@ std::optional<Status> Coordinator::fatal() const {
   return fatal_;
 }
 
-Result<double> Coordinator::evaluate_current(int64_t n_eval) {
+Result<double> Coordinator::evaluate_current(int64_t n_eval, std::function<void(int64_t, int64_t)> on_progress) {
   std::lock_guard<std::mutex> lk(mu_);
   rl::EvalOptions o;
   const auto& e = config_.run.eval;
@@ -710,6 +870,7 @@ Result<double> Coordinator::evaluate_current(int64_t n_eval) {
   o.batch_size = e.batch_size;
   o.seed = config_.run.grpo.seed;
   o.stop_ids = policy_.stop_ids;
+  o.on_progress = std::move(on_progress);
   MESHRL_ASSIGN_OR_RETURN(rl::EvalResult r, rl::evaluate(*policy_.model, *policy_.tokenizer, *task_, o));
   return r.pass_at_1;
 }

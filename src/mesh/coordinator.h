@@ -39,6 +39,7 @@
 #include "mesh/named_tensors.h"
 #include "mesh/outer_optimizer.h"
 #include "mesh/reject_code.h"
+#include "mesh/reward_audit.h"
 #include "mesh/robust_aggregate.h"
 #include "mesh/round.h"
 #include "mesh/update_guard.h"
@@ -79,6 +80,9 @@ struct NodeRecord {
   uint64_t bytes_down = 0;
   v1::NodeProgress last_progress;  // from its last heartbeat or leave
   bool left = false;               // left cleanly after the run finished
+  int64_t audits_passed = 0;       // reward audits (reward_audit.h)
+  int64_t audits_failed = 0;
+  bool excluded = false;           // failed [mesh] audit_exclude_after audits: its updates are refused
 };
 
 struct CoordinatorOptions {
@@ -111,6 +115,9 @@ class Coordinator {
   };
   Result<Blob> weights(const std::string& name, uint64_t session, int64_t version);
   Result<Blob> broadcast(const std::string& name, uint64_t session, int64_t version);
+  // [lora] runs: the frozen base under the adapters (fp32, hash = the manifest's base_weights_hash),
+  // for a node that does not hold it. Refused in a full-weight run.
+  Result<Blob> base_weights(const std::string& name, uint64_t session);
   // Bytes actually sent of a blob (the service counts what it streams); full = weights, else a broadcast.
   void count_bytes_down(const std::string& name, uint64_t n, bool full);
 
@@ -118,6 +125,10 @@ class Coordinator {
   uint64_t max_update_bytes() const { return max_update_bytes_; }
   // `payload` as received: larger than declared or shorter (a truncated upload) is refused here.
   v1::SubmitReply submit(const v1::UpdateHeader& header, const std::string& payload);
+  // The node's answer to the audit of one of its updates (SubmitReply.audit): re-scores the drawn
+  // rollouts; passed -> the held update enters the open round; failed -> it is rejected
+  // (audit_failed), the node flagged, and excluded after [mesh] audit_exclude_after failures.
+  v1::AuditVerdict answer_audit(const v1::AuditAnswer& answer);
 
   // The current announcement at once when version > after_version or finished, else waits up to
   // timeout_s for a new version. Returns nullopt on timeout or stop().
@@ -147,7 +158,9 @@ class Coordinator {
   std::optional<Status> fatal() const;
 
   // Held-out pass@1 of the current weights with the run's [eval] options (n_eval problems).
-  Result<double> evaluate_current(int64_t n_eval);
+  // on_progress (may be empty) gets generated rows of the total; it runs under the coordinator's
+  // lock, so it must not call back into the coordinator.
+  Result<double> evaluate_current(int64_t n_eval, std::function<void(int64_t rows_done, int64_t rows_total)> on_progress = {});
 
   void stop();
 
@@ -169,6 +182,12 @@ class Coordinator {
   // Answers "<code>: <detail>"; record: a row under the key (a retry gets the same answer), else a node event.
   v1::SubmitReply reject(const store::UpdateKey& key, RejectCode code, const std::string& detail, bool record);  // under mu_
   v1::Manifest manifest() const;                     // under mu_
+  // Adds an acknowledged update to the open round (aggregate, norm history, round statistics). Under mu_.
+  Status count_in_round(const store::UpdateKey& key, const NamedTensors& u, double norm, const Admission& a, int64_t n_samples,
+                        const v1::RewardStats& stats);
+  // One audit outcome into the tally, the node's record and the ledger (flagged / excluded events). Under mu_.
+  void record_audit(const std::string& node, bool passed, const std::string& detail);
+  void expire_audits(double now);                    // under mu_: unanswered past their deadline = failed
   void log(const std::string& line) const;
 
   CoordinatorOptions opts_;
@@ -176,6 +195,8 @@ class Coordinator {
   RoundRules rules_;
   std::string run_id_, model_spec_, model_config_json_, model_config_hash_, tokenizer_hash_;
   std::string base_weights_hash_;  // [lora] runs: the frozen base under the adapters ("" otherwise)
+  NamedTensors base_params_;       // [lora] runs: views of that base
+  std::shared_ptr<const std::string> base_blob_;  // base_params_ encoded (lazy)
   int64_t param_count_ = 0;
   uint64_t max_update_bytes_ = 0;
   UpdateDecodeLimits limits_;
@@ -210,6 +231,21 @@ class Coordinator {
   std::unique_ptr<Aggregator> acc_;           // [mesh] aggregator: mean (O(P)) or a robust rule (O(N P))
   std::unique_ptr<NormBound> norm_bound_;     // ingest: norm within factor x running median
   std::unique_ptr<RateLimiter> rate_;         // ingest: updates per node per minute
+  // Reward audits: on only for shared tasks (or audit_private). An audited update is spooled and
+  // acknowledged but held out of the round until its audit answer passes.
+  bool audit_on_ = false;
+  uint64_t audit_secret_ = 0;                 // drawn per process: nodes cannot predict which updates or rollouts
+  std::unique_ptr<AuditTally> audits_;
+  struct HeldUpdate {
+    store::UpdateKey key;
+    NamedTensors update;
+    double norm = 0;
+    int64_t n_samples = 0;
+    v1::RewardStats stats;
+    AuditClaim claim;
+    double deadline = 0;                      // mono_seconds
+  };
+  std::map<std::string, HeldUpdate> held_;    // by key.str()
   std::vector<std::pair<store::UpdateKey, double>> round_keys_;
   std::vector<int64_t> round_staleness_;
   std::vector<double> round_rewards_;

@@ -34,6 +34,8 @@ class CoordinatorClient {
   virtual Result<v1::LeaveReply> leave(const v1::LeaveRequest& req) = 0;
   // Resumes by offset inside the call when a stream breaks part-way (a few attempts).
   virtual Result<Download> download_weights(const std::string& name, uint64_t session, int64_t version) = 0;
+  // [lora] runs: the frozen base under the adapters (Download.hash = the manifest's base_weights_hash).
+  virtual Result<Download> download_base(const std::string& name, uint64_t session) = 0;
   virtual Result<Download> get_broadcast(const std::string& name, uint64_t session, int64_t version) = 0;
   // Sends the header, then the payload in chunks of at most kChunkBytes.
   virtual Result<v1::SubmitReply> submit(const v1::UpdateHeader& header, const std::string& payload) = 0;
@@ -41,6 +43,8 @@ class CoordinatorClient {
   // on_version returns false (stop watching).
   virtual Status watch(const std::string& name, uint64_t session,
                        const std::function<bool(const v1::VersionAnnouncement&)>& on_version) = 0;
+  // Answers the reward audit a SubmitReply asked for (reward_audit.h).
+  virtual Result<v1::AuditVerdict> answer_audit(const v1::AuditAnswer& answer) = 0;
 };
 
 // A refusal that means "your session is gone: join again" (lease expired, coordinator restarted).

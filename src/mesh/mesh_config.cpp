@@ -38,6 +38,9 @@ std::vector<Field> fields_of(MeshSection& m) {
       {"clip_tau", &m.clip_tau},       {"clip_iters", &m.clip_iters},
       {"norm_bound_factor", &m.norm_bound_factor}, {"norm_window", &m.norm_window},
       {"max_updates_per_minute", &m.max_updates_per_minute},
+      {"audit_rate", &m.audit_rate},   {"audit_samples", &m.audit_samples},
+      {"audit_exclude_after", &m.audit_exclude_after}, {"audit_tolerance", &m.audit_tolerance},
+      {"audit_deadline_s", &m.audit_deadline_s}, {"audit_private", &m.audit_private},
   };
 }
 
@@ -81,6 +84,13 @@ Status validate_mesh_section(const MeshSection& m, const std::string& s) {
     return bad("norm_bound_factor", "0 (off) or >= 1", rl::format_double(m.norm_bound_factor));
   if (m.norm_window < 1 || m.norm_window > 100000) return bad("norm_window", "in [1, 100000]", std::to_string(m.norm_window));
   if (m.max_updates_per_minute < 0) return bad("max_updates_per_minute", ">= 0", std::to_string(m.max_updates_per_minute));
+  if (!(m.audit_rate >= 0 && m.audit_rate <= 1)) return bad("audit_rate", "in [0, 1]", rl::format_double(m.audit_rate));
+  if (m.audit_samples < 1 || m.audit_samples > 64) return bad("audit_samples", "in [1, 64]", std::to_string(m.audit_samples));
+  if (m.audit_exclude_after < 1) return bad("audit_exclude_after", ">= 1", std::to_string(m.audit_exclude_after));
+  if (!(m.audit_tolerance >= 0 && std::isfinite(m.audit_tolerance)))
+    return bad("audit_tolerance", ">= 0", rl::format_double(m.audit_tolerance));
+  if (!(m.audit_deadline_s > 0 && std::isfinite(m.audit_deadline_s)))
+    return bad("audit_deadline_s", "> 0", rl::format_double(m.audit_deadline_s));
   return Status::ok();
 }
 

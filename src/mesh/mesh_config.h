@@ -48,6 +48,16 @@ struct MeshSection {
   double norm_bound_factor = 0;
   int64_t norm_window = 32;         // how many recent accepted norms that median is over, >= 1
   int64_t max_updates_per_minute = 600;  // per node; 0 = no limit
+  // Reward honesty (reward_audit.h): share of updates whose claimed rewards the coordinator
+  // re-scores with the task's verifier; 0 = off. Only for shared tasks (arithmetic, countdown:
+  // the coordinator regenerates every prompt) unless audit_private says every node holds the
+  // same jsonl/command task. Off by default: it costs the coordinator k scorings per audit.
+  double audit_rate = 0;
+  int64_t audit_samples = 4;        // rollouts re-scored per audit, in [1, 64]
+  int64_t audit_exclude_after = 2;  // failed audits after which a node's updates are refused (the first flags it), >= 1
+  double audit_tolerance = 1e-6;    // |claimed - re-scored reward| allowed, >= 0
+  double audit_deadline_s = 30;     // an audit unanswered this long counts as failed, > 0
+  bool audit_private = false;       // also audit jsonl/command tasks (every node must hold the same file)
 };
 
 struct MeshRunConfig {

@@ -17,11 +17,13 @@
 #include "mesh/named_tensors.h"
 #include "mesh/policy_params.h"
 #include "mesh/protocol.h"
+#include "mesh/rollout_commitment.h"
 #include "mesh/sharded_task.h"
 #include "mesh/update_signature.h"
 #include "model/device.h"
 #include "rl/lora_setup.h"
 #include "rl/trainer.h"
+#include "mesh/base_weights.h"
 #include "rollout/policy.h"
 
 namespace meshrl::mesh {
@@ -32,7 +34,7 @@ nlohmann::json NodeReport::to_json() const {
           {"updates_accepted", updates_accepted}, {"full_downloads", full_downloads},
           {"broadcasts_applied", broadcasts_applied}, {"bytes_up", bytes_up},
           {"bytes_down", bytes_down},             {"compute_seconds", compute_seconds},
-          {"wall_seconds", wall_seconds},
+          {"wall_seconds", wall_seconds},         {"base_source", base_source},
           {"compute_share", wall_seconds > 0 ? compute_seconds / wall_seconds : 0.0}};
 }
 
@@ -91,6 +93,11 @@ class NodeRunner {
     if (o_.log) o_.log(s);
   }
   bool stopping() const { return quit_ || (stop_ext_ && stop_ext_->load()); }
+  // Updates the /metrics counters, when the caller keeps them.
+  template <class F>
+  void count(F&& f) {
+    if (o_.metrics) o_.metrics->update(std::forward<F>(f));
+  }
 
   // Backoff sleep that wakes early on stop; fails once give_up_s passed without contact.
   Status backoff(double& delay, const std::string& why) {
@@ -123,6 +130,10 @@ class NodeRunner {
         if (r.value().accepted()) {
           session_ = r.value().session();
           run_id_ = r.value().manifest().run_id();
+          count([&](NodeCounters& c) {
+            c.name = o_.name;
+            c.run_id = run_id_;
+          });
           log("joined run " + run_id_ + " at version " + std::to_string(r.value().manifest().current_version()));
           return r;
         }
@@ -156,11 +167,19 @@ class NodeRunner {
     const std::string spec = o_.model.empty() ? m.model_spec() : o_.model;
     MESHRL_ASSIGN_OR_RETURN(rollout::Policy policy, rollout::load_policy(spec, device, cfg_.run.model.weight_seed));
     if (!m.base_weights_hash().empty()) {
-      // [lora]: only adapters cross the wire, so the frozen base must already be the run's.
-      const std::string base = content_hash(trainable_parameters(*policy.model));
-      if (base != m.base_weights_hash())
-        return invalid_argument("[node " + o_.name + "] the base weights of '" + spec + "' (hash " + base + ") are not this run's frozen base (" +
-                                m.base_weights_hash() + "); pass the run's warm-start folder with --model");
+      // [lora]: only adapters cross the wire each round, so the frozen base must be the run's:
+      // held already, cached from an earlier download, or downloaded once now (base_weights.h).
+      auto fetch = [&]() -> Result<std::string> {
+        log("downloading the run's frozen base " + m.base_weights_hash());
+        MESHRL_ASSIGN_OR_RETURN(Download d, with_retry("download base", [&] { return c_.download_base(o_.name, session_); }));
+        if (d.hash != m.base_weights_hash())
+          return invalid_argument("[node " + o_.name + "] the coordinator sent a base with hash " + d.hash + ", the manifest names " + m.base_weights_hash());
+        return std::move(d.bytes);
+      };
+      MESHRL_ASSIGN_OR_RETURN(BaseSource src, ensure_base_weights(*policy.model, m.base_weights_hash(), o_.cache_dir, fetch,
+                                                                  [&](const std::string& s) { log(s); }));
+      rep_.base_source = base_source_name(src);
+      log(std::string("frozen base ") + m.base_weights_hash() + ": " + rep_.base_source);
     }
     // [lora]: the same adapters as the coordinator's (A from the run's seed), so params_ is the B's.
     MESHRL_RETURN_IF_ERROR(rl::setup_lora(cfg_.run.lora, *policy.model, "run config").status());
@@ -176,6 +195,20 @@ class NodeRunner {
     // Distinct prompts and samples per node: the run seed mixed with the node's name.
     g.seed = XXH3_64bits_withSeed(o_.name.data(), o_.name.size(), g.seed ^ cfg_.mesh.seed);
     trainer_ = std::make_unique<rl::GrpoTrainer>(std::move(policy), task, g, cfg_.run.eval);
+    const std::string& bad = o_.test_misbehave;
+    if (!bad.empty() && bad != "inflate_rewards" && bad != "sign_flip_x10")
+      return invalid_argument("[node " + o_.name + "] --test-misbehave must be inflate_rewards or sign_flip_x10, got '" + bad + "'");
+    if (!bad.empty()) log("TEST MISBEHAVIOUR: " + bad);
+    // Every scored rollout goes into the book the next update commits to (reward audits); the
+    // prompt id is the whole task's seed, which the coordinator can regenerate.
+    trainer_->set_on_scored([this, task, inflate = bad == "inflate_rewards"](const rl::Rollouts& r) {
+      if (r.problems.empty()) return;
+      const size_t G = r.scored_texts.size() / r.problems.size();
+      for (size_t row = 0; row < r.scored_texts.size(); ++row) {
+        const double truth = r.scores[row].reward;
+        book_.add({task->inner_seed(r.prompt_seeds[row / G]), r.scored_texts[row], inflate ? truth + 1.0 : truth});
+      }
+    });
     params_ = trainable_parameters(*trainer_->policy().model);
     CodecConfig cc;
     cc.id = *codec_from_name(cfg_.mesh.codec);
@@ -228,6 +261,10 @@ class NodeRunner {
       rep_.bytes_down += d.bytes.size();
       ++rep_.full_downloads;
     }
+    count([&](NodeCounters& c) {
+      c.bytes_downloaded_weights += static_cast<double>(d.bytes.size());
+      ++c.full_downloads;
+    });
     MESHRL_ASSIGN_OR_RETURN(NamedTensors w, decode_update(d.bytes, limits_, "weights v" + std::to_string(version)));
     MESHRL_RETURN_IF_ERROR(check_same_layout(w, params_, "downloaded weights"));
     const std::string h = content_hash(w);
@@ -264,6 +301,10 @@ class NodeRunner {
         why = "hash " + h + " after applying broadcast " + std::to_string(v) + ", expected " + want;
         break;
       }
+      count([&](NodeCounters& c) {
+        c.bytes_downloaded_broadcast += static_cast<double>(d.value().bytes.size());
+        ++c.broadcasts_applied;
+      });
       std::lock_guard<std::mutex> lk(prog_mu_);
       rep_.bytes_down += d.value().bytes.size();
       ++rep_.broadcasts_applied;
@@ -284,6 +325,9 @@ class NodeRunner {
     cut_ = clone_named_tensors(base_);
     held_ = f.version;
     held_hash_ = f.hash;
+    count([&](NodeCounters& c) { c.policy_version = held_; });
+    // The fault-injection tests match every version a node held against the ledger's hash.
+    log("holding version " + std::to_string(held_) + " hash " + held_hash_);
     std::lock_guard<std::mutex> lk(prog_mu_);
     rep_.final_version = held_;
     rep_.final_hash = held_hash_;
@@ -312,6 +356,16 @@ class NodeRunner {
   }
 
   void record_step(const rl::StepMetrics& m, double dt) {
+    count([&](NodeCounters& c) {
+      ++c.inner_steps;
+      c.rollouts += m.samples;
+      c.reward_mean = m.reward_mean;
+      c.kl = m.train.kl;
+      c.entropy = m.train.entropy;
+      c.tokens_per_s = m.tokens_per_s;
+      c.compute_seconds += dt;
+      c.add_step_seconds(dt);
+    });
     std::lock_guard<std::mutex> lk(prog_mu_);
     rep_.compute_seconds += dt;
     ++rep_.inner_steps;
@@ -323,6 +377,7 @@ class NodeRunner {
   }
 
   void add_idle(double dt) {
+    count([&](NodeCounters& c) { c.idle_seconds += dt; });
     std::lock_guard<std::mutex> lk(prog_mu_);
     idle_seconds_ += dt;
   }
@@ -339,6 +394,8 @@ class NodeRunner {
   Result<Outgoing> cut_update(int64_t samples, double reward) {
     NamedTensors local = clone_named_tensors(params_);
     MESHRL_ASSIGN_OR_RETURN(NamedTensors delta, subtract_named_tensors(cut_, local));
+    if (o_.test_misbehave == "sign_flip_x10")
+      for (auto& t : delta.tensors) t = t * -10.0;  // the attack the robust aggregators must absorb
     NamedTensors comp = ef_.compensate(delta);
     // seq: microseconds since the epoch, so a restarted node never reuses an earlier key.
     const int64_t seq = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -348,6 +405,10 @@ class NodeRunner {
     MESHRL_ASSIGN_OR_RETURN(NamedTensors sent, codec_->decode(out.bytes, limits_, "own update"));
     MESHRL_RETURN_IF_ERROR(ef_.update(comp, sent));
     cut_ = std::move(local);
+    // The reported reward is the mean of the rollouts the update commits to, so an audit can hold
+    // the node to it (equal to the steps' mean up to float rounding).
+    const RolloutCommitment commit = book_.seal(held_, seq);
+    if (commit.n > 0) reward = commit.claimed_mean;
     v1::UpdateHeader& h = out.header;
     h.set_protocol_version(kProtocolVersion);
     h.set_name(o_.name);
@@ -357,6 +418,8 @@ class NodeRunner {
     h.set_declared_bytes(out.bytes.size());
     h.mutable_stats()->set_reward_mean(reward);
     h.mutable_stats()->set_inner_steps(cfg_.mesh.inner_steps);
+    h.mutable_stats()->set_n_scored(commit.n);
+    h.mutable_stats()->set_scored_digest(commit.digest);
     sign_update(h, run_id_, out.bytes, key_);  // retries resend this header as it is
     {  // KL and entropy averaged over the steps since the last cut (dashboards, metrics.jsonl)
       std::lock_guard<std::mutex> lk(prog_mu_);
@@ -385,12 +448,54 @@ class NodeRunner {
       rep_.bytes_up += out.bytes.size();
       if (r.accepted()) ++rep_.updates_accepted;
     }
+    count([&](NodeCounters& c) {
+      ++c.rounds;
+      c.bytes_uploaded += static_cast<double>(out.bytes.size());
+      if (r.accepted()) ++c.updates_accepted;
+      else ++c.updates_rejected[r.code().empty() ? "unknown" : r.code()];
+    });
     // The integration tests match these lines against the ledger (exactly once).
     const std::string key = o_.name + ".v" + std::to_string(h.base_version()) + ".s" + std::to_string(h.seq());
     char tail[96];
     std::snprintf(tail, sizeof tail, ", %zu bytes, reward %.4f", out.bytes.size(), out.reward);
     log("update " + key + (r.accepted() ? " acknowledged" : " rejected: " + r.reason()) + (r.duplicate() ? " (duplicate)" : "") + tail);
+    if (r.has_audit()) answer_audit(r.audit());
     return Status::ok();
+  }
+
+  // Sends the committed rollouts of the audited update, with the texts of the drawn ones. A
+  // failed answer is the coordinator's call to make (the update is then rejected), not ours.
+  void answer_audit(const v1::AuditRequest& q) {
+    const std::string key = o_.name + ".v" + std::to_string(q.base_version()) + ".s" + std::to_string(q.seq());
+    auto rollouts = book_.sealed(q.base_version(), q.seq());
+    if (!rollouts) {
+      log("audit of " + key + ": its rollouts are no longer kept; not answering");
+      return;
+    }
+    v1::AuditAnswer a;
+    a.set_name(o_.name);
+    a.set_base_version(q.base_version());
+    a.set_seq(q.seq());
+    std::vector<bool> drawn(rollouts->size(), false);
+    for (int64_t i : q.indices())
+      if (i >= 0 && i < static_cast<int64_t>(drawn.size())) drawn[static_cast<size_t>(i)] = true;
+    for (size_t i = 0; i < rollouts->size(); ++i) {
+      const ScoredRollout& r = (*rollouts)[i];
+      v1::ScoredRollout* m = a.add_rollouts();
+      m->set_prompt_id(r.prompt_id);
+      m->set_completion_hash(completion_hash(r.completion));
+      m->set_claimed_reward(r.claimed_reward);
+      if (drawn[i]) m->set_completion(r.completion);
+    }
+    auto v = with_retry("audit", [&]() -> Result<v1::AuditVerdict> {
+      a.set_session(session_);
+      auto x = c_.answer_audit(a);
+      if (x.is_ok() && !x.value().passed() && is_not_joined(x.value().reason())) return invalid_argument(x.value().reason());
+      return x;
+    });
+    if (!v.is_ok()) log("audit of " + key + ": " + v.status().message());
+    else if (v.value().passed()) log("audit of " + key + " passed (" + std::to_string(q.indices_size()) + " rollouts re-scored)");
+    else log("audit of " + key + " failed: " + v.value().code() + ": " + v.value().reason());
   }
 
   void announced(int64_t& v, std::string& h, bool& fin) {
@@ -569,6 +674,7 @@ class NodeRunner {
   std::unique_ptr<UpdateCodec> codec_;
   UpdateDecodeLimits limits_;
   ErrorFeedback ef_;
+  ScoredRolloutBook book_;  // the rollouts each update commits to (reward audits)
   bool overlap_ = false;
   int64_t held_ = -1;
   std::string held_hash_;

@@ -26,6 +26,7 @@
 
 #include "core/status.h"
 #include "mesh/coordinator_client.h"
+#include "mesh/node_metrics.h"
 #include "trust/signing_key.h"
 
 namespace meshrl::mesh {
@@ -37,11 +38,18 @@ struct NodeOptions {
   uint64_t shard_index = 0;            // this node's slice of the training problems...
   uint64_t shard_count = 1;            // ...of this many (1 = the whole training split)
   std::string model;                   // architecture + tokenizer; empty = the manifest's model_spec
+  std::string cache_dir = "runs/cache";  // [lora] runs: the downloaded frozen base is kept here
   std::vector<std::string> overrides;  // "--task.key=value" / "--grpo.key=value" on the run's config
   double max_backoff_s = 5;            // reconnect backoff doubles from 0.2 s up to this
   double give_up_s = 300;              // stop after this long without reaching the coordinator
   std::shared_ptr<const trust::SigningKey> signing_key;  // signs updates; null = a fresh key for this process
   std::function<void(const std::string&)> log;
+  // Test-only misbehaviour (the hidden `meshrl node --test-misbehave`), so the tests can show the
+  // coordinator's defences bite: "" (honest), "inflate_rewards" (claims verifier reward + 1 for
+  // every rollout: reward audits), "sign_flip_x10" (sends -10 x its real pseudo-gradient, properly
+  // signed: robust aggregation).
+  std::string test_misbehave;
+  std::shared_ptr<NodeMetrics> metrics;  // counters for /metrics (`meshrl node --http`); null = not kept
 };
 
 struct NodeReport {
@@ -55,6 +63,7 @@ struct NodeReport {
   uint64_t bytes_up = 0, bytes_down = 0;
   double compute_seconds = 0;          // in inner steps
   double wall_seconds = 0;
+  std::string base_source;             // [lora] runs: "held", "cache" or "downloaded" (base_weights.h)
   nlohmann::json to_json() const;
 };
 

@@ -13,7 +13,9 @@ namespace meshrl::mesh {
 // Bump when a field's meaning changes (never reuse a field number). A node of another version is
 // refused at Join with both versions in the reason.
 // 2: signed updates (JoinRequest.signing_key, UpdateHeader.run_id/payload_hash/signature).
-inline constexpr uint32_t kProtocolVersion = 2;
+// 3: reward audits (RewardStats.n_scored/scored_digest, SubmitReply.audit, AnswerAudit) and the
+//    [lora] frozen-base download (DownloadRequest.base): an older node would fail every audit.
+inline constexpr uint32_t kProtocolVersion = 3;
 
 // Weights, broadcasts and updates travel in chunks of at most this many bytes...
 inline constexpr size_t kChunkBytes = size_t{1} << 20;

@@ -21,6 +21,8 @@ enum class RejectCode {
   kNorm,          // norm above the bound relative to the running median of accepted norms
   kRateLimited,   // more updates than the per-node rate allows
   kInternal,      // the coordinator failed to spool or record it (not the node's fault)
+  kAuditFailed,   // held for a reward audit whose answer did not hold (or never came): the node is flagged
+  kExcluded,      // the node failed [mesh] audit_exclude_after audits: none of its updates count any more
 };
 
 inline const char* reject_code_name(RejectCode c) {
@@ -39,6 +41,8 @@ inline const char* reject_code_name(RejectCode c) {
     case RejectCode::kNorm: return "norm";
     case RejectCode::kRateLimited: return "rate_limited";
     case RejectCode::kInternal: return "internal";
+    case RejectCode::kAuditFailed: return "audit_failed";
+    case RejectCode::kExcluded: return "excluded";
   }
   return "unknown";
 }

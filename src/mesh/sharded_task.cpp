@@ -20,17 +20,19 @@ uint64_t ShardedTask::shard_of(const std::string& prompt, uint64_t count) {
   return XXH3_64bits_withSeed(prompt.data(), prompt.size(), 0x5eed5a1d) % count;
 }
 
-tasks::Problem ShardedTask::sample(uint64_t seed) const {
-  tasks::Problem p;
+tasks::Problem ShardedTask::sample(uint64_t seed) const { return inner_->sample(inner_seed(seed)); }
+
+uint64_t ShardedTask::inner_seed(uint64_t seed) const {
+  uint64_t used = seed;
   for (uint64_t attempt = 0; attempt < 10000; ++attempt) {
     // splitmix-style derivation keeps the attempts' seeds distinct from other prompts' seeds.
     uint64_t s = seed + 0x9e3779b97f4a7c15ull * (attempt + 1);
     s = (s ^ (s >> 30)) * 0xbf58476d1ce4e5b9ull;
     s = (s ^ (s >> 27)) * 0x94d049bb133111ebull;
-    p = inner_->sample(attempt == 0 ? seed : (s ^ (s >> 31)));
-    if (count_ == 1 || shard_of(p.prompt, count_) == index_) return p;
+    used = attempt == 0 ? seed : (s ^ (s >> 31));
+    if (count_ == 1 || shard_of(inner_->sample(used).prompt, count_) == index_) return used;
   }
-  return p;
+  return used;
 }
 
 }  // namespace meshrl::mesh

@@ -21,6 +21,9 @@ class ShardedTask : public tasks::Task {
   // (count draws on average); deterministic in seed. After 10000 misses (a task with very few
   // distinct prompts) it returns the last draw rather than loop forever.
   tasks::Problem sample(uint64_t seed) const override;
+  // The seed of the inner (whole) task that sample(seed) draws from: inner.sample(inner_seed(s))
+  // is sample(s), so a coordinator holding the whole task regenerates a node's prompt from it.
+  uint64_t inner_seed(uint64_t seed) const;
   size_t n_eval() const override { return inner_->n_eval(); }
   tasks::Problem eval_problem(size_t i) const override { return inner_->eval_problem(i); }
   Result<tasks::Score> score(const tasks::Problem& p, std::string_view completion) const override {

@@ -62,7 +62,7 @@ Result<TrainRunSummary> run_training(const RunConfig& c, const fs::path& run_dir
   GrpoTrainer trainer(std::move(policy), task, c.grpo, c.eval);
 
   MESHRL_ASSIGN_OR_RETURN(MetricsLog metrics, MetricsLog::open(run_dir / "metrics.jsonl"));
-  MESHRL_ASSIGN_OR_RETURN(EvalResult before, trainer.evaluate());
+  MESHRL_ASSIGN_OR_RETURN(EvalResult before, trainer.evaluate(cb.on_eval_progress));
   log("eval before: pass@1 " + pct(before.pass_at_1) + " on " + std::to_string(before.n_problems) + " held-out problems" +
       (before.n_samples > 0 ? ", pass@" + std::to_string(before.k) + " " + pct(before.pass_at_k) : ""));
   MESHRL_RETURN_IF_ERROR(metrics.write({{"step", 0}, {"pass_at_1", before.pass_at_1}, {"eval", eval_result_to_json(before)}}));
@@ -81,7 +81,7 @@ Result<TrainRunSummary> run_training(const RunConfig& c, const fs::path& run_dir
     samples += m.samples;
     const bool last = m.step == c.grpo.steps;
     if (c.eval.every_steps > 0 && m.step % c.eval.every_steps == 0 && !last) {
-      MESHRL_ASSIGN_OR_RETURN(EvalResult e, trainer.evaluate());
+      MESHRL_ASSIGN_OR_RETURN(EvalResult e, trainer.evaluate(cb.on_eval_progress));
       m.pass_at_1 = e.pass_at_1;
     }
     if (c.checkpoint.every_steps > 0 && m.step % c.checkpoint.every_steps == 0 && !last) {
@@ -89,14 +89,14 @@ Result<TrainRunSummary> run_training(const RunConfig& c, const fs::path& run_dir
     }
     if (last) {
       // The final eval belongs to the last step's line so the curve ends where the summary does.
-      MESHRL_ASSIGN_OR_RETURN(EvalResult e, trainer.evaluate());
+      MESHRL_ASSIGN_OR_RETURN(EvalResult e, trainer.evaluate(cb.on_eval_progress));
       m.pass_at_1 = e.pass_at_1;
     }
     MESHRL_RETURN_IF_ERROR(metrics.write(step_metrics_to_json(m)));
     if (cb.on_step) cb.on_step(m);
   }
   MESHRL_ASSIGN_OR_RETURN(last_checkpoint, save_checkpoint(trainer.step_count()));
-  MESHRL_ASSIGN_OR_RETURN(EvalResult after, trainer.evaluate());
+  MESHRL_ASSIGN_OR_RETURN(EvalResult after, trainer.evaluate(cb.on_eval_progress));
   log("eval after: pass@1 " + pct(after.pass_at_1) +
       (after.n_samples > 0 ? ", pass@" + std::to_string(after.k) + " " + pct(after.pass_at_k) : "") +
       " (before " + pct(before.pass_at_1) + ")");

@@ -26,6 +26,7 @@ struct TrainRunCallbacks {
   std::function<void(const std::string&)> log;        // one human-readable line
   std::function<void(const SftProgress&)> on_sft_step;
   std::function<void(const StepMetrics&)> on_step;    // after each GRPO step (and its eval, if any)
+  std::function<void(int64_t rows_done, int64_t rows_total)> on_eval_progress;  // inside each evaluation
 };
 
 struct TrainRunSummary {

@@ -115,10 +115,13 @@ GrpoTrainer::GrpoTrainer(rollout::Policy policy, std::shared_ptr<const tasks::Ta
   if (config_.kl_coef > 0) ref_ = clone_frozen(policy_.model);
 }
 
+uint64_t GrpoTrainer::prompt_seed(int64_t i) const {
+  return rollout::mix_seed({config_.seed, static_cast<uint64_t>(step_), static_cast<uint64_t>(i), 0x9B0});
+}
+
 std::vector<tasks::Problem> GrpoTrainer::sample_prompts() const {
   std::vector<tasks::Problem> out;
-  for (int64_t i = 0; i < config_.prompts_per_step; ++i)
-    out.push_back(task_->sample(rollout::mix_seed({config_.seed, static_cast<uint64_t>(step_), static_cast<uint64_t>(i), 0x9B0})));
+  for (int64_t i = 0; i < config_.prompts_per_step; ++i) out.push_back(task_->sample(prompt_seed(i)));
   return out;
 }
 
@@ -149,13 +152,15 @@ Status GrpoTrainer::score(Rollouts& r) const {
   const int64_t G = config_.group_size;
   const auto stops = task_->stop_strings();
   r.scores.clear();
+  r.scored_texts.clear();
   r.rewards = torch::empty({static_cast<int64_t>(r.completions.size())}, torch::kFloat32);
   auto ra = r.rewards.accessor<float, 1>();
   for (size_t row = 0; row < r.completions.size(); ++row) {
-    const auto text = text_for_scoring(r.completions[row], *policy_.tokenizer, stops);
+    auto text = text_for_scoring(r.completions[row], *policy_.tokenizer, stops);
     MESHRL_ASSIGN_OR_RETURN(auto s, task_->score(r.problems[row / G], text));
     ra[row] = static_cast<float>(s.reward);
     r.scores.push_back(std::move(s));
+    r.scored_texts.push_back(std::move(text));
   }
   return Status::ok();
 }
@@ -269,7 +274,9 @@ Result<StepMetrics> GrpoTrainer::step() {
   const auto t0 = Clock::now();
   auto problems = sample_prompts();
   MESHRL_ASSIGN_OR_RETURN(Rollouts r, generate_rollouts(std::move(problems)));
+  for (int64_t i = 0; i < static_cast<int64_t>(r.problems.size()); ++i) r.prompt_seeds.push_back(prompt_seed(i));
   MESHRL_RETURN_IF_ERROR(score(r));
+  if (on_scored_) on_scored_(r);
   const auto adv = compute_advantages(r);
   StepMetrics m;
   m.train = train_step(r, adv);
@@ -312,8 +319,10 @@ EvalOptions GrpoTrainer::eval_options() const {
   return o;
 }
 
-Result<EvalResult> GrpoTrainer::evaluate() {
-  return rl::evaluate(*policy_.model, *policy_.tokenizer, *task_, eval_options());
+Result<EvalResult> GrpoTrainer::evaluate(std::function<void(int64_t, int64_t)> on_progress) {
+  EvalOptions o = eval_options();
+  o.on_progress = std::move(on_progress);
+  return rl::evaluate(*policy_.model, *policy_.tokenizer, *task_, o);
 }
 
 nlohmann::json step_metrics_to_json(const StepMetrics& m) {

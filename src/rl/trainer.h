@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -38,9 +39,11 @@ namespace meshrl::rl {
 struct Rollouts {
   int64_t step = 0;                               // the trainer step that made them (0-based)
   std::vector<tasks::Problem> problems;           // [N]
+  std::vector<uint64_t> prompt_seeds;             // [N] task.sample(prompt_seeds[i]) drew problems[i] (set by step())
   std::vector<std::vector<int64_t>> prompt_ids;   // [N]
   std::vector<rollout::Completion> completions;   // [N*G]
   std::vector<tasks::Score> scores;               // [N*G], filled by score()
+  std::vector<std::string> scored_texts;          // [N*G] what the verifier saw, filled by score()
   torch::Tensor rewards;                          // [N*G] float32, filled by score()
   double seconds = 0;                             // generation wall time
 };
@@ -95,9 +98,14 @@ class GrpoTrainer {
   torch::Tensor compute_advantages(const Rollouts& rollouts) const;  // [N*G] float32
   TrainStats train_step(const Rollouts& rollouts, const torch::Tensor& advantages);
 
-  // Held-out pass@1 (and pass@k) of the current policy, with the [eval] options.
-  Result<EvalResult> evaluate();
+  // Held-out pass@1 (and pass@k) of the current policy, with the [eval] options; on_progress
+  // (may be empty) gets generated rows of the total, as EvalOptions::on_progress.
+  Result<EvalResult> evaluate(std::function<void(int64_t rows_done, int64_t rows_total)> on_progress = {});
   EvalOptions eval_options() const;
+
+  // Called by step() with each step's scored rollouts, before training on them (a mesh node
+  // keeps them for reward audits). Empty = none.
+  void set_on_scored(std::function<void(const Rollouts&)> f) { on_scored_ = std::move(f); }
 
   int64_t step_count() const { return step_; }
   // For a mesh node that loads new weights and continues the schedule where the run is.
@@ -115,6 +123,8 @@ class GrpoTrainer {
   Optimizer optimizer_;
   model::Transformer ref_{nullptr};
   int64_t step_ = 0;
+  std::function<void(const Rollouts&)> on_scored_;
+  uint64_t prompt_seed(int64_t i) const;  // the seed of prompt i at the current step
 };
 
 // A frozen copy of `m` on the same device (requires_grad false), for the KL reference.

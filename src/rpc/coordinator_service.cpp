@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "core/fault_point.h"
 #include "core/file_io.h"
 #include "meshrl.grpc.pb.h"
 #include "mesh/protocol.h"
@@ -92,7 +93,8 @@ class Service final : public v1::Coordinator::Service {
 
   grpc::Status DownloadWeights(grpc::ServerContext* ctx, const v1::DownloadRequest* req, grpc::ServerWriter<v1::DataChunk>* w) override {
     if (std::string why = identity_refusal(*ctx, req->name()); !why.empty()) return denied(why);
-    return stream_blob(ctx, req->name(), c_.weights(req->name(), req->session(), req->version()), req->offset(), w, true);
+    auto blob = req->base() ? c_.base_weights(req->name(), req->session()) : c_.weights(req->name(), req->session(), req->version());
+    return stream_blob(ctx, req->name(), std::move(blob), req->offset(), w, true);
   }
   grpc::Status GetBroadcast(grpc::ServerContext* ctx, const v1::BroadcastRequest* req, grpc::ServerWriter<v1::DataChunk>* w) override {
     if (std::string why = identity_refusal(*ctx, req->name()); !why.empty()) return denied(why);
@@ -116,8 +118,15 @@ class Service final : public v1::Coordinator::Service {
       if (c.has_header()) break;
       const std::string& d = c.data();
       payload.append(d.data(), std::min<uint64_t>(d.size(), cap - payload.size()));
+      fault_point("mid_upload", h.base_version() + 1);  // test-only: core/fault_point.h
     }
     *reply = c_.submit(h, payload);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status AnswerAudit(grpc::ServerContext* ctx, const v1::AuditAnswer* req, v1::AuditVerdict* reply) override {
+    if (std::string why = identity_refusal(*ctx, req->name()); !why.empty()) return denied(why);
+    *reply = c_.answer_audit(*req);
     return grpc::Status::OK;
   }
 

@@ -105,6 +105,16 @@ class GrpcClient : public mesh::CoordinatorClient {
       return stub_->DownloadWeights(&ctx, req);
     }, on_download_bytes_);
   }
+  Result<Download> download_base(const std::string& name, uint64_t session) override {
+    return fetch("DownloadWeights", [&](grpc::ClientContext& ctx, uint64_t offset) {
+      v1::DownloadRequest req;
+      req.set_name(name);
+      req.set_session(session);
+      req.set_base(true);
+      req.set_offset(offset);
+      return stub_->DownloadWeights(&ctx, req);
+    }, on_download_bytes_);
+  }
   Result<Download> get_broadcast(const std::string& name, uint64_t session, int64_t version) override {
     return fetch("GetBroadcast", [&](grpc::ClientContext& ctx, uint64_t offset) {
       v1::BroadcastRequest req;
@@ -132,6 +142,15 @@ class GrpcClient : public mesh::CoordinatorClient {
     writer->WritesDone();
     grpc::Status s = writer->Finish();
     if (!s.ok()) return transport_error("SubmitUpdate", s);
+    return r;
+  }
+
+  Result<v1::AuditVerdict> answer_audit(const v1::AuditAnswer& answer) override {
+    grpc::ClientContext ctx;
+    set_deadline(ctx, 60);  // the coordinator re-scores a few rollouts (a command verifier may be slow)
+    v1::AuditVerdict r;
+    grpc::Status s = stub_->AnswerAudit(&ctx, answer, &r);
+    if (!s.ok()) return transport_error("AnswerAudit", s);
     return r;
   }
 

@@ -15,6 +15,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/fault_point.h"
 #include "core/file_io.h"
 #include "model/safetensors.h"
 #include "model/safetensors_torch.h"
@@ -365,6 +366,7 @@ Status RunStore::write_version(int64_t version, const std::string& hash, const s
     MESHRL_ASSIGN_OR_RETURN(auto w, tensor_set_bytes(weights));
     MESHRL_RETURN_IF_ERROR(put(kWeights, w));
   }
+  fault_point("mid_persist", version);  // test-only: core/fault_point.h
   {
     MESHRL_ASSIGN_OR_RETURN(auto o, tensor_set_bytes(outer_state));
     MESHRL_RETURN_IF_ERROR(put(kOuterState, o));

@@ -66,6 +66,7 @@ RunSnapshot coordinator_snapshot(mesh::Coordinator& c, const VersionLog& log) {
       const bool behind = n.version_held >= 0 && n.version_held < s.version - 1;
       n.state = (n.last_seen_age_s > s.lease_s / 2 || behind) ? "straggling" : "online";
     }
+    if (auto r = records.find(n.name); r != records.end() && r->second.excluded) n.state = "excluded";  // reward audits
   }
   // Joined but nothing in the ledger yet (no update, no event written yet): still a node.
   for (const auto& [name, r] : records) {

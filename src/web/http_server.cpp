@@ -39,14 +39,7 @@ void guarded(httplib::Response& res, F&& f) {
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpOptions& o, std::function<RunSnapshot()> snapshot) {
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->server_ = std::make_unique<httplib::Server>();
-  s->bind_ = o.bind;
   httplib::Server& svr = *s->server_;
-  // httplib's default also sets SO_REUSEPORT, which would let a second process share the port
-  // silently (two coordinators' dashboards answering at random); keep only SO_REUSEADDR.
-  svr.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
   svr.Get("/metrics", [snapshot](const httplib::Request&, httplib::Response& res) {
     guarded(res, [&] { res.set_content(prometheus_text(snapshot()), kPrometheusContentType); });
   });
@@ -61,6 +54,28 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpOptions& o, std:
     svr.Get(R"(/assets/([A-Za-z0-9._-]+))",
             [](const httplib::Request& req, httplib::Response& res) { serve_asset(res, req.matches[1].str()); });
   }
+  return serve(std::move(s), o);
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start_metrics(const HttpOptions& o, std::function<std::string()> metrics_text) {
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  s->server_ = std::make_unique<httplib::Server>();
+  s->server_->Get("/metrics", [metrics_text](const httplib::Request&, httplib::Response& res) {
+    guarded(res, [&] { res.set_content(metrics_text(), kPrometheusContentType); });
+  });
+  return serve(std::move(s), o);
+}
+
+// Binds (SO_REUSEADDR only) and starts the accept loop on its own thread.
+Result<std::unique_ptr<HttpServer>> HttpServer::serve(std::unique_ptr<HttpServer> s, const HttpOptions& o) {
+  s->bind_ = o.bind;
+  httplib::Server& svr = *s->server_;
+  // httplib's default also sets SO_REUSEPORT, which would let a second process share the port
+  // silently (two coordinators' dashboards answering at random); keep only SO_REUSEADDR.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   if (o.port == 0) {
     s->port_ = svr.bind_to_any_port(o.bind);
     if (s->port_ <= 0) return io_error("[http] cannot bind " + o.bind + " (any port)");

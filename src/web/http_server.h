@@ -29,6 +29,8 @@ class HttpServer {
  public:
   // Binds and starts serving; fails naming the address when the port is taken or not allowed.
   static Result<std::unique_ptr<HttpServer>> start(const HttpOptions& o, std::function<RunSnapshot()> snapshot);
+  // /metrics only, its text from metrics_text (a node's counters: node_prometheus_text.h).
+  static Result<std::unique_ptr<HttpServer>> start_metrics(const HttpOptions& o, std::function<std::string()> metrics_text);
   ~HttpServer();  // stop()
 
   int port() const { return port_; }
@@ -37,6 +39,7 @@ class HttpServer {
 
  private:
   HttpServer() = default;
+  static Result<std::unique_ptr<HttpServer>> serve(std::unique_ptr<HttpServer> s, const HttpOptions& o);
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::string bind_;

@@ -17,6 +17,9 @@ constexpr size_t kEventsShown = 40;
 
 std::string update_reason_class(const std::string& reason) {
   auto has = [&](const char* s) { return reason.find(s) != std::string::npos; };
+  // Reward audits (mesh/reward_audit.h) write their typed code first.
+  if (reason.rfind("audit_failed:", 0) == 0) return "audit_failed";
+  if (reason.rfind("excluded:", 0) == 0) return "excluded";
   if (has("too old")) return "stale";
   if (has("does not exist yet")) return "future_base";
   if (has("finished")) return "run_finished";
@@ -95,6 +98,12 @@ RunSnapshot ledger_snapshot(const store::Ledger& ledger, const mesh::MeshSection
     n.name = e.node;
     n.state = e.event == "leave" ? "left" : e.event == "lease_expired" ? "dropped" : "online";
   }
+  // A node excluded by reward audits stays excluded whatever its connection does.
+  for (const store::NodeEvent& e : ev)
+    if (e.event == "excluded") {
+      nodes[e.node].name = e.node;
+      nodes[e.node].state = "excluded";
+    }
   for (auto& [name, n] : nodes) {
     if (n.state.empty()) n.state = "dropped";
     s.nodes.push_back(n);

@@ -1,57 +1,12 @@
 #include "web/prometheus_text.h"
 
-#include <cmath>
-#include <cstdio>
+#include <map>
 
 namespace meshrl::web {
 
-std::string prometheus_escape(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
-
 namespace {
 
-std::string num(double x) {
-  if (std::isnan(x)) return "NaN";
-  if (std::isinf(x)) return x > 0 ? "+Inf" : "-Inf";
-  char b[40];
-  std::snprintf(b, sizeof b, "%.17g", x);
-  return b;
-}
-
-// Writes one metric family: HELP, TYPE, then the samples added through sample().
-class Family {
- public:
-  Family(std::string& out, const std::string& name, const char* type, const char* help) : out_(out), name_(name) {
-    out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-  }
-  // labels: {"k", "v", "k2", "v2", ...}
-  void sample(double value, std::initializer_list<std::string> labels = {}, const std::string& suffix = "") {
-    out_ += name_ + suffix;
-    if (labels.size() > 0) {
-      out_ += "{";
-      bool first = true;
-      for (auto it = labels.begin(); it != labels.end(); it += 2) {
-        if (!first) out_ += ",";
-        first = false;
-        out_ += *it + "=\"" + prometheus_escape(*(it + 1)) + "\"";
-      }
-      out_ += "}";
-    }
-    out_ += " " + num(value) + "\n";
-  }
-
- private:
-  std::string& out_;
-  std::string name_;
-};
+using Family = PrometheusFamily;
 
 }  // namespace
 
@@ -109,14 +64,7 @@ std::string prometheus_text(const RunSnapshot& s) {
   }
   {
     Family f(o, "meshrl_update_staleness", "histogram", "Staleness of applied updates in versions (applied at v+1 on base b: v - b).");
-    int64_t cum = 0;
-    for (size_t i = 0; i < s.staleness_le.size(); ++i) {
-      cum += s.staleness_bucket_counts[i];
-      f.sample(static_cast<double>(cum), {"le", num(s.staleness_le[i])}, "_bucket");
-    }
-    f.sample(static_cast<double>(s.staleness_count), {"le", "+Inf"}, "_bucket");
-    f.sample(s.staleness_sum, {}, "_sum");
-    f.sample(static_cast<double>(s.staleness_count), {}, "_count");
+    f.histogram(s.staleness_le, s.staleness_bucket_counts, s.staleness_sum);
   }
   if (!s.versions.empty()) {
     const VersionPoint& last = s.versions.back();

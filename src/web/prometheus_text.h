@@ -5,15 +5,11 @@
 
 #include <string>
 
+#include "web/prometheus_family.h"
 #include "web/run_snapshot.h"
 
 namespace meshrl::web {
 
-inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
-
 std::string prometheus_text(const RunSnapshot& s);
-
-// A label value with \, " and newline escaped as the format requires.
-std::string prometheus_escape(const std::string& v);
 
 }  // namespace meshrl::web

@@ -7,6 +7,7 @@
 #include "store/ledger.h"
 #include "web/embedded_assets.h"
 #include "web/ledger_snapshot.h"
+#include "web/report_charts.h"
 #include "web/state_json.h"
 #include "web/version_log.h"
 
@@ -39,7 +40,7 @@ Result<nlohmann::json> read_json(const fs::path& file) {
 
 }  // namespace
 
-Result<fs::path> write_report(const fs::path& run_dir, fs::path out) {
+Result<ReportFiles> write_report(const fs::path& run_dir, fs::path out) {
   fs::path coord = run_dir;
   if (!fs::exists(coord / "ledger.sqlite") && fs::exists(run_dir / "coordinator" / "ledger.sqlite")) coord = run_dir / "coordinator";
   if (!fs::exists(coord / "ledger.sqlite"))
@@ -75,7 +76,13 @@ Result<fs::path> write_report(const fs::path& run_dir, fs::path out) {
   MESHRL_RETURN_IF_ERROR(fill(html, "/*@REPORT_JSON@*/null", script_safe(report.dump())));
   if (out.empty()) out = run_dir / "report.html";
   MESHRL_RETURN_IF_ERROR(write_file_atomic(out, html));
-  return out;
+  ReportFiles files{out, {}};
+  for (const ReportChart& c : report_charts(s)) {
+    fs::path svg = out.parent_path() / (out.stem().string() + "-" + c.key + ".svg");
+    MESHRL_RETURN_IF_ERROR(write_file_atomic(svg, c.svg));
+    files.svgs.push_back(std::move(svg));
+  }
+  return files;
 }
 
 }  // namespace meshrl::web

@@ -30,7 +30,7 @@ struct VersionPoint {
 // A node as the coordinator sees it.
 struct NodeView {
   std::string name;
-  std::string state;               // online | straggling | dropped | left
+  std::string state;               // online | straggling | dropped | left | excluded (failed reward audits)
   int64_t version_held = -1;       // from its last heartbeat; -1 before the first
   double last_seen_age_s = -1;     // since its last heartbeat (online nodes only)
   double last_update_age_s = -1;   // since its last update arrived; -1 before the first

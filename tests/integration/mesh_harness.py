@@ -48,32 +48,39 @@ class Mesh:
         self.coord = None
         self.port = None
         self.env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+        self.env.pop("MESHRL_FAULT", None)  # crash points only where a test asks for one
+        # Set by the fault-injection tests: the coordinator dying (SIGKILL at a fault point) is
+        # then expected, not a failure of wait_for.
+        self.coord_may_die = False
         self.t0 = time.time()
 
     def log(self, msg):
         print(f"[{time.time() - self.t0:6.1f} s] {msg}", flush=True)
 
-    def _spawn(self, key, args):
+    def _spawn(self, key, args, env=None):
         out = open(os.path.join(self.dir, key + ".log"), "ab")
-        p = subprocess.Popen([self.meshrl] + args, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT)
+        p = subprocess.Popen([self.meshrl] + args, stdout=out, stderr=subprocess.STDOUT, env=env or self.env, cwd=ROOT)
         self.procs[key] = p
         return p
 
-    def start_coordinator(self, resume=False, port=None, extra=(), ca=None):
-        """ca: a run CA folder (`meshrl ca init`) for mutual TLS; else plaintext on loopback."""
+    def start_coordinator(self, resume=False, port=None, extra=(), ca=None, fault=None):
+        """ca: a run CA folder (`meshrl ca init`) for mutual TLS; else plaintext on loopback.
+        fault: "PHASE:ROUND", a test-only crash point (src/core/fault_point.h)."""
         self.port = port if port is not None else (self.port or free_port())
         security = ["--ca", ca] if ca else ["--insecure"]
         args = ["coordinator"] + security + ["--listen", "127.0.0.1", "--port", str(self.port), "--linger", "20"]
         args += ["--resume", self.run_dir] if resume else ["--config", CONFIG, "--run-dir", self.run_dir] + self.overrides
         args += list(extra)
         seen = self.read("coordinator").count("listening on")  # the log is appended across restarts
-        self.coord = self._spawn("coordinator", args)
-        self.wait_for(lambda: self.read("coordinator").count("listening on") > seen, 120, "coordinator listening")
+        self.coord = self._spawn("coordinator", args, dict(self.env, MESHRL_FAULT=fault) if fault else None)
+        self.wait_for(lambda: self.read("coordinator").count("listening on") > seen or
+                      (self.coord_may_die and self.coord.poll() is not None), 120, "coordinator listening")
         self.log(f"coordinator up on port {self.port}" + (" (resumed)" if resume else ""))
 
-    def start_emulator(self, partitions=False):
-        """partitions: let partition() cut links off (the emulator rereads a control file)."""
-        args = ["link-emulator", "--topology", TOPOLOGY, "--upstream", f"127.0.0.1:{self.port}"]
+    def start_emulator(self, partitions=False, topology=TOPOLOGY):
+        """partitions: let partition() cut links off (the emulator rereads a control file).
+        topology: a topology file (src/net/topology.h); the four cities by default."""
+        args = ["link-emulator", "--topology", topology, "--upstream", f"127.0.0.1:{self.port}"]
         if partitions:
             self.cut = set()
             args += ["--partitions", os.path.join(self.dir, "partitions.txt")]
@@ -124,7 +131,7 @@ class Mesh:
             if pred():
                 return
             for key, p in self.procs.items():
-                if key == "coordinator" and p.poll() not in (None, 0):
+                if key == "coordinator" and p.poll() not in (None, 0) and not self.coord_may_die:
                     self.fail(f"coordinator exited with {p.returncode} while waiting for {what}")
             time.sleep(0.05)
         self.fail(f"timed out after {timeout} s waiting for {what}")

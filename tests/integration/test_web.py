@@ -12,15 +12,23 @@ Cases:
              to --artifacts (default: beside the binary, test-artifacts/dashboard.png).
              Then `meshrl report RUN_DIR` on the finished run writes report.html (self-contained);
              chromium opens it from disk with the network cut off and finds every chart drawn.
+  node_metrics  one node serves /metrics (`meshrl node --http`): scraped through a 4-round run,
+             its counters never run ahead of the ledger and agree with it (bytes uploaded = the
+             ledger's bytes for that node, rounds = accepted + rejected = its ledger rows = the
+             updates it logged, rollouts = its ledger samples). Then `meshrl report` writes the
+             SVG charts: each parses as XML, with one point per committed version (pass@1: one
+             per evaluation of `coordinator --eval`), one bar per staleness bucket. About 40 s.
 MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 import urllib.request
+import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mesh_harness import ROOT, Mesh, free_port  # noqa: E402
@@ -197,7 +205,109 @@ def dashboard(meshrl, artifacts):
     m.close()
 
 
-CASES = ["metrics", "dashboard"]
+def node_metrics(meshrl):
+    rounds = 4
+    m = Mesh(meshrl, "node-metrics", [f"--mesh.rounds={rounds}"])
+    m.start_coordinator(extra=["--eval"])
+    port = free_port()
+    m.start_node("paris", extra=["--http", str(port)])
+    m.start_node("zurich")
+    m.wait_for(lambda: f"metrics http://127.0.0.1:{port}/metrics" in m.read("paris"), 60, "the node's metrics URL in its log")
+    base = f"http://127.0.0.1:{port}"
+    per_step = 4 * 4  # mesh-tiny.toml: prompts_per_step x group_size completions per inner step
+
+    def scrape():
+        """The node's counters, then the ledger's and the node log's view of paris (read after)."""
+        try:
+            status, ctype, text = get(base + "/metrics", timeout=5)
+        except OSError:
+            return None  # the node has exited
+        assert status == 200 and ctype.startswith("text/plain; version=0.0.4"), (status, ctype)
+        fams = {f.name: f for f in text_string_to_metric_families(text)}
+        led = m.query("select count(*), coalesce(sum(bytes), 0), coalesce(sum(n_samples), 0) from updates where node = 'paris'")
+        version = m.version()
+        log = m.read("paris")
+        answered = len(re.findall(r"update paris\.\S+ (?:acknowledged|rejected)", log))
+        return fams, (led[0] if led else None), version, answered
+
+    def one(fams, name, **labels):
+        hits = [s.value for s in fams[name].samples if all(s.labels.get(k) == v for k, v in labels.items())
+                and not s.name.endswith("_created")]
+        assert len(hits) == 1, (name, labels, fams[name].samples)
+        return hits[0]
+
+    agreed = []
+    scrapes = 0
+    end = time.time() + 180
+    while time.time() < end:
+        got = scrape()
+        if got is None:
+            break
+        fams, led, version, answered = got
+        if led is None:
+            time.sleep(0.2)
+            continue
+        scrapes += 1
+        node = {k: one(fams, "meshrl_node_" + k, node="paris") for k in
+                ["rounds", "updates_accepted", "inner_steps", "rollouts", "bytes_uploaded", "policy_version"]}
+        rejected = sum(s.value for s in fams["meshrl_node_updates_rejected"].samples if s.name.endswith("_total"))
+        steps = one(fams, "meshrl_node_inner_step_seconds", node="paris", le="+Inf")
+        assert fams["meshrl_node_rounds"].type == "counter" and fams["meshrl_node_inner_step_seconds"].type == "histogram"
+        assert node["rounds"] == node["updates_accepted"] + rejected, node
+        assert steps == node["inner_steps"] and node["rollouts"] == per_step * node["inner_steps"], (steps, node)
+        # The coordinator records an update before answering, and the node counts it after the answer.
+        rows, ledger_bytes, ledger_samples = led
+        assert node["bytes_uploaded"] <= ledger_bytes and node["rounds"] <= rows, (node, led)
+        assert -1 <= node["policy_version"] <= version, (node, version)
+        if (node["rounds"] >= 2 and node["rounds"] == rows == answered and node["bytes_uploaded"] == ledger_bytes
+                and node["rollouts"] >= ledger_samples == per_step * rows):
+            agreed.append(node)
+        if version >= rounds:
+            break
+        time.sleep(0.25)
+    assert agreed, f"the node's /metrics never agreed with the ledger in {scrapes} scrapes"
+    m.log(f"node /metrics: {scrapes} scrapes, {len(agreed)} agreeing with the ledger; last {agreed[-1]}")
+    for n in ["paris", "zurich"]:
+        m.wait_exit(n, 180)
+    m.wait_exit("coordinator", 120)
+    coord_log = m.read("coordinator")
+    # --eval evaluates before and after; each shows its progress (plain lines: the log is a file).
+    done = re.findall(r"^eval (\d+)/(\d+) \(100%\)", coord_log, re.M)
+    assert len(done) == 2 and all(a == b for a, b in done), f"evaluation progress lines: {done}"
+
+    # The report's SVG charts.
+    out = subprocess.run([meshrl, "report", m.run_dir], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    with open(os.path.join(m.run_dir, "metrics.jsonl")) as f:
+        lines = [json.loads(line) for line in f]
+    evals = sorted({x["version"] for x in lines if x["kind"] == "eval"})
+    committed = m.version()
+    applied = m.query("select count(*) from updates where state = 1")[0][0]
+    assert committed == rounds and evals == [0, rounds], (committed, evals)
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+
+    def points(root, name):
+        lines_ = [p for p in root.iterfind(".//svg:polyline", ns) if p.get("data-name") == name]
+        assert len(lines_) == 1, (name, [p.get("data-name") for p in root.iterfind(".//svg:polyline", ns)])
+        return len(lines_[0].get("points").split())
+
+    roots = {}
+    for key in ["reward", "pass_at_1", "bytes", "staleness"]:
+        path = os.path.join(m.run_dir, f"report-{key}.svg")
+        assert f"chart: {path}" in out.stdout, out.stdout
+        roots[key] = ET.parse(path).getroot()  # raises on malformed XML
+        assert roots[key].tag == "{http://www.w3.org/2000/svg}svg", roots[key].tag
+    assert points(roots["reward"], "reward") == committed
+    assert points(roots["pass_at_1"], "pass@1 %") == len(evals)
+    assert points(roots["bytes"], "mesh (up + down)") == committed
+    assert points(roots["bytes"], "data-parallel fp32") == committed
+    bars = [r for r in roots["staleness"].iterfind(".//svg:rect", ns) if r.get("class") == "bar"]
+    assert len(bars) == 7 and sum(float(b.get("data-value")) for b in bars) == applied, ([b.attrib for b in bars], applied)
+    m.log(f"report: 4 SVG charts, {committed} versions, evals at {evals}, {applied} applied updates in the histogram")
+    m.close()
+
+
+CASES = ["metrics", "dashboard", "node_metrics"]
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
@@ -212,6 +322,8 @@ if __name__ == "__main__":
     try:
         if a.case == "metrics":
             metrics(meshrl)
+        elif a.case == "node_metrics":
+            node_metrics(meshrl)
         else:
             dashboard(meshrl, artifacts)
     finally:

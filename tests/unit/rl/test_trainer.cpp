@@ -171,9 +171,12 @@ TEST(TrainRun, WritesMetricsCheckpointsAndSummary) {
   std::vector<std::string> lines;
   TrainRunCallbacks cb;
   cb.log = [&](const std::string& s) { lines.push_back(s); };
+  int evals_finished = 0;  // every evaluation reports its rows up to the total
+  cb.on_eval_progress = [&](int64_t done, int64_t total) { evals_finished += done == total && total == 5; };
   auto sum = run_training(c, run, cb).value();
   EXPECT_EQ(sum.steps, 2);
   EXPECT_EQ(sum.samples, 8);
+  EXPECT_EQ(evals_finished, 3);  // before, with the last step, after
 
   std::ifstream sf(run / "summary.json");
   const auto j = nlohmann::json::parse(sf);

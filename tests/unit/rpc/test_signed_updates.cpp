@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <filesystem>
 #include <thread>
 
@@ -153,7 +154,8 @@ TEST(SignedUpdates, ForgeriesOtherRunsAndReplaysAreRefusedAndLeaveTheLedgerAlone
 }
 
 // Validation at ingest: after a few rounds set the norm scale, an update 100x the usual norm is
-// refused (code "norm"), and so are NaN and Inf (code "not_finite"), each every time it is sent.
+// refused (code "norm"), and so are NaN, +Inf and -Inf (code "not_finite"), each every time it is
+// sent: 10 random 100x updates, and 10 x 3 non-finite values at random (tensor, block) positions.
 TEST(SignedUpdates, IngestRefusesNaNInfAnd100xNormUpdates) {
   const fs::path dir = fs::temp_directory_path() / ("meshrl-ingest-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -198,18 +200,24 @@ TEST(SignedUpdates, IngestRefusesNaNInfAnd100xNormUpdates) {
     for (int i = 0; i < 100 && coord->version() <= v; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ASSERT_EQ(coord->version(), v + 1);
   }
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 10; ++i) {
     auto r = send(100, 3);
     EXPECT_FALSE(r.accepted());
     EXPECT_EQ(r.code(), "norm") << r.reason();
   }
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-    // A non-finite scale in the first int8 block (the payload is raw: zstd off), signed as sent.
+  std::mt19937_64 pick(11);
+  for (int trial = 0; trial < 30; ++trial) {
+    const float bad = trial % 3 == 0 ? std::numeric_limits<float>::quiet_NaN()
+                                     : (trial % 3 == 1 ? 1 : -1) * std::numeric_limits<float>::infinity();
+    // A non-finite scale of a random int8 block of a random tensor (the payload is raw: zstd
+    // off; int8 stores its n_blocks f32 scales first), signed as sent.
     mesh::NamedTensors u = mesh::clone_named_tensors(like);
     for (auto& t : u.tensors) t = torch::randn_like(t) * 1e-3;
     std::string bytes = codec->encode(u).value();
     auto parsed = mesh::parse_update(bytes, {}).value();
-    std::memcpy(bytes.data() + parsed.tensors[0].stored_offset, &bad, 4);
+    const auto& pt = parsed.tensors[pick() % parsed.tensors.size()];
+    const uint64_t n_blocks = (pt.numel + pt.block_size - 1) / pt.block_size;
+    std::memcpy(bytes.data() + pt.stored_offset + 4 * (pick() % n_blocks), &bad, 4);
     v1::UpdateHeader h;
     h.set_protocol_version(mesh::kProtocolVersion);
     h.set_name("zurich");
@@ -230,8 +238,8 @@ TEST(SignedUpdates, IngestRefusesNaNInfAnd100xNormUpdates) {
     norm += row.reason.rfind("norm: ", 0) == 0;
     nonfinite += row.reason.rfind("not_finite: ", 0) == 0;
   }
-  EXPECT_EQ(norm, 3);
-  EXPECT_EQ(nonfinite, 2);
+  EXPECT_EQ(norm, 10);
+  EXPECT_EQ(nonfinite, 30);
   EXPECT_EQ(coord->version(), 3);
   ASSERT_TRUE(send(1, 3).accepted());  // and the run goes on
   server->shutdown();

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Misbehaving nodes (issue 5): real processes on loopback, tiny model, 1-digit addition
+(mesh-tiny.toml), seeded. A node lies through the hidden `meshrl node --test-misbehave` switch.
+    python3 tests/integration/test_honesty.py --meshrl build-honest/meshrl --case liar_excluded
+Cases:
+  liar_excluded  3 nodes, reward audits on every update ([mesh] audit_rate = 1); dublin claims
+                 verifier reward + 1 for every rollout. Its first failed audit flags it (ledger
+                 event audit_failed, its update rejected with code audit_failed), the second
+                 excludes it (event excluded; later updates rejected with code excluded), while
+                 paris and zurich pass every audit and the run reaches its last version with all
+                 three on the final hash. About 40 s.
+  byzantine      8 nodes, one (node7) sends -10 x its real pseudo-gradient every round, properly
+                 signed. Three runs of 6 rounds x 2 inner steps from the same warm start: clean
+                 (mean), attacked with a robust aggregator (trimmed_mean), attacked with the plain
+                 mean. Final greedy held-out pass@1 (coordinator --eval): robust within 3 points
+                 of clean, plain mean at least MEAN_DROP below clean. 1-digit addition holds out
+                 only 10 problems, so pass@1 moves in 10-point steps: "within 3 points" means
+                 the same problems solved. About 2 min on two loaded cores (3 runs of 35-50 s).
+  byzantine_full the same with every robust aggregator (trimmed_mean, median, centered_clip) and
+                 more rounds; prints the table for BENCHMARKS.md. Not in ctest (several minutes):
+    python3 tests/integration/test_honesty.py --meshrl build-honest/meshrl --case byzantine_full
+MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mesh_harness import Mesh  # noqa: E402
+
+
+def events(m, node, event):
+    return m.query(f"select id, detail from node_events where node = '{node}' and event = '{event}' order by id")
+
+
+def liar_excluded(meshrl):
+    names = ["paris", "zurich", "dublin"]
+    rounds = 5
+    # quorum 2 of 3: the honest pair closes rounds without waiting for the liar's rejected update.
+    m = Mesh(meshrl, "liar", [f"--mesh.rounds={rounds}", "--mesh.quorum=0.66", "--mesh.round_deadline_s=20",
+                              "--mesh.audit_rate=1", "--mesh.audit_samples=4", "--mesh.audit_exclude_after=2"])
+    m.start_coordinator()
+    for i, n in enumerate(names):
+        m.start_node(n, shard=f"{i}/3", extra=["--test-misbehave=inflate_rewards"] if n == "dublin" else [])
+    for n in names:
+        m.wait_exit(n, 240)
+    assert m.version() == rounds, m.version()
+
+    # The liar: flagged by its first failed audit, excluded by its second, never applied.
+    failed = events(m, "dublin", "audit_failed")
+    excluded = events(m, "dublin", "excluded")
+    assert len(failed) >= 2, f"dublin failed {len(failed)} audit(s): {failed}"
+    assert len(excluded) == 1, excluded
+    assert failed[0][0] < failed[1][0] < excluded[0][0], (failed, excluded)
+    assert "the verifier gives" in failed[0][1] or "reward_mean" in failed[0][1], failed[0][1]
+    rows = m.query("select state, reason from updates where node = 'dublin' order by received_at")
+    assert all(st == 2 for st, _ in rows), f"an update of dublin was applied or left pending: {rows}"
+    codes = [reason.split(":")[0] for _, reason in rows]
+    assert codes[:2] == ["audit_failed", "audit_failed"], codes
+    assert "excluded" in codes[2:], f"no update of dublin refused as excluded after its exclusion: {codes}"
+    assert "audit of" in m.read("dublin") and "rejected: excluded" in m.read("dublin")
+
+    # The honest nodes pass every audit and every update of theirs counts.
+    for n in ["paris", "zurich"]:
+        assert not events(m, n, "audit_failed"), events(m, n, "audit_failed")
+        assert len(events(m, n, "audit_passed")) >= rounds - 1, events(m, n, "audit_passed")
+        bad = m.query(f"select reason from updates where node = '{n}' and state = 2")
+        assert all(not r.startswith(("audit_failed", "excluded")) for (r,) in bad), bad
+    m.check_hashes(names)
+    m.check_exactly_once(names)
+    m.log(f"dublin: {len(failed)} failed audits, excluded after the 2nd; {codes.count('excluded')} later update(s) refused")
+    m.close()
+
+
+# One byzantine run: 8 nodes on shards of the task, node7 optionally attacking.
+def byzantine_run(meshrl, label, aggregator, attack, rounds, inner_steps):
+    names = [f"node{i}" for i in range(8)]
+    m = Mesh(meshrl, f"byz-{label}", [f"--mesh.rounds={rounds}", f"--mesh.inner_steps={inner_steps}", f"--mesh.aggregator={aggregator}",
+                                      "--mesh.lease_s=60", "--mesh.heartbeat_s=2", "--mesh.round_deadline_s=120",
+                                      "--grpo.prompts_per_step=2"])
+    m.start_coordinator(extra=["--eval"])
+    for i, n in enumerate(names):
+        m.start_node(n, shard=f"{i}/8", extra=["--test-misbehave=sign_flip_x10"] if attack and n == "node7" else [])
+    for n in names:
+        m.wait_exit(n, 400)
+    m.wait_exit("coordinator", 120)
+    with open(os.path.join(m.run_dir, "summary.json")) as f:
+        s = json.load(f)
+    assert s["rounds"] == rounds, s
+    m.check_hashes(names)
+    s["seconds"] = time.time() - m.t0
+    m.log(f"{label}: aggregator {aggregator}, attack {attack}: pass@1 {s['pass_at_1_before']:.3f} -> {s['pass_at_1_after']:.3f} "
+          f"in {s['seconds']:.0f} s")
+    m.close()
+    return s
+
+
+# Measured (2 loaded cores): clean 0.70 -> 0.60; under attack trimmed_mean 0.60 (6 and 10 rounds),
+# median and centered_clip 0.70 (10 rounds), the plain mean 0.40 (6 and 10 rounds): 20 points
+# below clean. The margin asserted is half that: one problem of the 10 held out.
+MEAN_DROP = 0.10
+
+
+def byzantine_compare(meshrl, robust_rules, rounds, inner_steps):
+    clean = byzantine_run(meshrl, "clean", "mean", False, rounds, inner_steps)
+    results = {"clean": clean}
+    for rule in robust_rules:
+        results[rule] = byzantine_run(meshrl, rule, rule, True, rounds, inner_steps)
+    results["mean_attacked"] = byzantine_run(meshrl, "mean", "mean", True, rounds, inner_steps)
+    print("run            pass@1 before  after   seconds")
+    for k, s in results.items():
+        print(f"{k:14s} {s['pass_at_1_before']:.3f}          {s['pass_at_1_after']:.3f}   {s['seconds']:.0f}")
+    c = clean["pass_at_1_after"]
+    return c, results
+
+
+def byzantine(meshrl):
+    c, r = byzantine_compare(meshrl, ["trimmed_mean"], rounds=6, inner_steps=2)
+    robust, mean = r["trimmed_mean"]["pass_at_1_after"], r["mean_attacked"]["pass_at_1_after"]
+    assert abs(robust - c) <= 0.03, f"trimmed_mean under attack: pass@1 {robust:.3f}, clean {c:.3f}"
+    assert mean <= c - MEAN_DROP, f"the plain mean under attack did not degrade: {mean:.3f} vs clean {c:.3f}"
+
+
+def byzantine_full(meshrl):
+    c, r = byzantine_compare(meshrl, ["trimmed_mean", "median", "centered_clip"], rounds=10, inner_steps=2)
+    for rule in ["trimmed_mean", "median", "centered_clip"]:
+        print(f"{rule}: {100 * (r[rule]['pass_at_1_after'] - c):+.1f} points vs clean")
+    print(f"mean (attacked): {100 * (r['mean_attacked']['pass_at_1_after'] - c):+.1f} points vs clean")
+
+
+CASES = {f.__name__: f for f in [liar_excluded, byzantine, byzantine_full]}
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--meshrl", required=True)
+    ap.add_argument("--case", required=True, choices=sorted(CASES))
+    a = ap.parse_args()
+    t = time.time()
+    try:
+        CASES[a.case](os.path.abspath(a.meshrl))
+    finally:
+        for m in Mesh.instances:  # whatever failed, leave no process behind
+            m.close(keep=True)
+    print(f"{a.case}: ok in {time.time() - t:.0f} s")
