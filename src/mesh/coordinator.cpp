@@ -248,6 +248,12 @@ Status Coordinator::init_resume(CoordinatorOptions& o) {
   for (const store::UpdateRow& row : store_->ledger().updates())
     if ((row.state == store::UpdateState::kApplied && row.applied_version == v) || row.state == store::UpdateState::kReceived)
       expected_.insert(row.key.node);
+  // A node that joined before the crash and never left may still come back for the final version
+  // (a slow node kept away by our restarts): all_nodes_gone waits for it too.
+  for (const store::NodeEvent& e : store_->ledger().node_events()) {
+    if (e.event == "join" || e.event == "rejoin") not_left_.insert(e.node);
+    if (e.event == "leave") not_left_.erase(e.node);
+  }
   grace_until_ = mono_seconds() + config_.mesh.lease_s;
   log("resumed run " + run_id_ + " at version " + std::to_string(v) + " " + hash_ + " with " +
       std::to_string(round_.n_updates) + " pending update(s)");
@@ -811,7 +817,7 @@ bool Coordinator::all_nodes_gone() const {
   if (!members_.empty()) return false;
   // Nodes of this run that have not said goodbye may be reconnecting (after our own restart).
   // (The caller gives up waiting after a linger time: a node may also be gone for good.)
-  for (const auto* names : {&expected_, &ever_joined_})
+  for (const auto* names : {&expected_, &ever_joined_, &not_left_})
     for (const std::string& name : *names)
       if (!records_.count(name) || !records_.at(name).left) return false;
   return true;

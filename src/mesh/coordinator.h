@@ -225,6 +225,7 @@ class Coordinator {
   // After a resume, the nodes of the last round count towards the quorum until they are back or
   // a lease has passed: otherwise the first node to reconnect would close rounds on its own.
   std::set<std::string> expected_;
+  std::set<std::string> not_left_;  // after a resume: nodes the ledger shows joined and not left
   double grace_until_ = 0;
   // The open round.
   OpenRound round_;

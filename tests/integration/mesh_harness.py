@@ -84,7 +84,7 @@ class Mesh:
         if partitions:
             self.cut = set()
             args += ["--partitions", os.path.join(self.dir, "partitions.txt")]
-        p = self._spawn("emulator", args)
+        self._spawn("emulator", args)
         self.wait_for(lambda: self.read("emulator").count("listening on") >= 4, 30, "link emulator")
         ports = dict(re.findall(r"^(\w+)\s+listening on 127\.0\.0\.1:(\d+)", self.read("emulator"), re.M))
         return {k: int(v) for k, v in ports.items()}
@@ -220,3 +220,26 @@ class Mesh:
             shutil.rmtree(self.dir, ignore_errors=True)
         else:
             print(f"(logs kept in {self.dir})", flush=True)
+
+
+def run_cases(cases, extra_args=()):
+    """The command line every mesh test script shares: `--meshrl BINARY --case NAME`, plus
+    extra_args ((flag, argparse kwargs) pairs) passed to the case after the binary. Whatever
+    happens, no process of any Mesh is left behind."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--meshrl", required=True)
+    ap.add_argument("--case", required=True, choices=sorted(f.__name__ for f in cases))
+    for flag, kw in extra_args:
+        ap.add_argument(flag, **kw)
+    a = ap.parse_args()
+    case = {f.__name__: f for f in cases}[a.case]
+    extras = [getattr(a, flag.lstrip("-").replace("-", "_")) for flag, _ in extra_args]
+    t = time.time()
+    try:
+        case(os.path.abspath(a.meshrl), *extras)
+    finally:
+        for m in Mesh.instances:
+            m.close(keep=True)
+    print(f"{a.case}{''.join(f' ({f.lstrip(chr(45))} {v})' for (f, _), v in zip(extra_args, extras))}: ok in {time.time() - t:.0f} s")
+

@@ -5,7 +5,6 @@ fault plan (fault_plan.py) printed into the log. One case per ctest entry:
 Cases: coordinator_kill_points, random_node_kill_30.
 MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
 """
-import argparse
 import json
 import os
 import re
@@ -16,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fault_plan  # noqa: E402
-from mesh_harness import Mesh  # noqa: E402
+from mesh_harness import Mesh, run_cases  # noqa: E402
 
 
 # --- invariants read from the run directory and the logs ---
@@ -157,8 +156,12 @@ def node_run(meshrl, name, rounds, names, plan=None):
     m = Mesh(meshrl, name, [f"--mesh.rounds={rounds}"] + NODE_RUN)
     m.start_coordinator(extra=["--eval"])
     shards = {n: f"{i}/{len(names)}" for i, n in enumerate(names)}
+    # MESHRL_TEST_NODE_STATE=1 (by hand, to measure): every node keeps its local state across
+    # restarts (--state-dir); the default is the node's own default (none).
+    keep = os.environ.get("MESHRL_TEST_NODE_STATE") == "1"
+    state = {n: ["--state-dir", os.path.join(m.dir, n + "-state")] if keep else [] for n in names}
     for n in names:
-        m.start_node(n, shard=shards[n])
+        m.start_node(n, shard=shards[n], extra=state[n])
     timers = []
     starts = {n: 1 for n in names}
     for r in range(1, rounds + 1) if plan else []:
@@ -177,7 +180,7 @@ def node_run(meshrl, name, rounds, names, plan=None):
                 m.log(f"round {r}: {f.process} stopped for {f.pause_s} s")
                 continue
             m.kill(f.process, signal.SIGKILL if f.action == "kill" else signal.SIGTERM)
-            m.start_node(f.process, shard=shards[f.process])
+            m.start_node(f.process, shard=shards[f.process], extra=state[f.process])
             starts[f.process] += 1
     for n in names:
         m.wait_exit(n, 240)
@@ -238,18 +241,6 @@ def random_node_kill_30(meshrl, seed):
     m.close()
 
 
-CASES = {f.__name__: f for f in [coordinator_kill_points, random_node_kill_30]}
-
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--meshrl", required=True)
-    ap.add_argument("--case", required=True, choices=sorted(CASES))
-    ap.add_argument("--seed", type=int, default=1, help="the fault plan's seed (printed in the log)")
-    a = ap.parse_args()
-    t = time.time()
-    try:
-        CASES[a.case](os.path.abspath(a.meshrl), a.seed)
-    finally:
-        for mesh in Mesh.instances:  # whatever failed, leave no process behind
-            mesh.close(keep=True)
-    print(f"{a.case} (seed {a.seed}): ok in {time.time() - t:.0f} s")
+    run_cases([coordinator_kill_points, random_node_kill_30],
+              [("--seed", dict(type=int, default=1, help="the fault plan's seed (printed in the log)"))])

@@ -21,15 +21,13 @@ Cases:
     python3 tests/integration/test_honesty.py --meshrl build-honest/meshrl --case byzantine_full
 MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
 """
-import argparse
 import json
 import os
-import re
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mesh_harness import Mesh  # noqa: E402
+from mesh_harness import Mesh, run_cases  # noqa: E402
 
 
 def events(m, node, event):
@@ -131,17 +129,5 @@ def byzantine_full(meshrl):
     print(f"mean (attacked): {100 * (r['mean_attacked']['pass_at_1_after'] - c):+.1f} points vs clean")
 
 
-CASES = {f.__name__: f for f in [liar_excluded, byzantine, byzantine_full]}
-
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--meshrl", required=True)
-    ap.add_argument("--case", required=True, choices=sorted(CASES))
-    a = ap.parse_args()
-    t = time.time()
-    try:
-        CASES[a.case](os.path.abspath(a.meshrl))
-    finally:
-        for m in Mesh.instances:  # whatever failed, leave no process behind
-            m.close(keep=True)
-    print(f"{a.case}: ok in {time.time() - t:.0f} s")
+    run_cases([liar_excluded, byzantine, byzantine_full])

@@ -6,17 +6,15 @@ Cases: four_nodes, partition_heal, node_killed, late_joiner, coordinator_crash, 
 mutual_tls.
 MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
 """
-import argparse
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mesh_harness import CONFIG, Mesh  # noqa: E402
+from mesh_harness import CONFIG, Mesh, run_cases  # noqa: E402
 
 CITIES = ["paris", "zurich", "dublin", "toronto"]
 
@@ -100,14 +98,18 @@ def partition_heal(meshrl):
 
 def node_killed(meshrl):
     """A node SIGKILLed mid-round does not stop the round (its lease expires, quorum shrinks),
-    and it rejoins under its name and ends on the final hash."""
+    and it rejoins under its name and ends on the final hash. dublin keeps its local state
+    (--state-dir: residual, AdamW moments, step) and restores it when restarted."""
     names = ["paris", "zurich", "dublin"]
     m = Mesh(meshrl, "killed", ["--mesh.rounds=4", "--mesh.lease_s=3"])
     m.start_coordinator()
+    state = ["--state-dir", os.path.join(m.dir, "dublin-state")]
     for n in names:
-        m.start_node(n)
+        m.start_node(n, extra=state if n == "dublin" else ())
     m.wait_for(lambda: m.version() >= 1, 120, "version 1")
     m.wait_for(lambda: m.pending() >= 1, 60, "round 2 under way")
+    # dublin's state is written once the coordinator acknowledged one of its updates.
+    m.wait_for(lambda: os.path.exists(os.path.join(m.dir, "dublin-state", "node-state.safetensors")), 60, "dublin's saved state")
     m.kill("dublin")
     # If dublin's update of this round slipped in before the kill, that round closes with it;
     # the next one can only close once dublin's lease has expired and the quorum shrinks to 2.
@@ -117,11 +119,13 @@ def node_killed(meshrl):
     assert without == 0, "dublin was killed, yet contributed to a later version"
     events = [e for (e,) in m.query("select event from node_events where node = 'dublin'")]
     assert "lease_expired" in events, events
-    m.start_node("dublin")
+    m.start_node("dublin", extra=state)
     for n in names:
         m.wait_exit(n, 180)
     events = [e for (e,) in m.query("select event from node_events where node = 'dublin'")]
     assert "rejoin" in events, events
+    restored = [line for line in m.read("dublin").splitlines() if "restored node state" in line]
+    assert len(restored) == 1 and "AdamW moments of" in restored[0], restored
     m.check_hashes(names)
     m.check_exactly_once(names)
     m.close()
@@ -276,17 +280,5 @@ def mutual_tls(meshrl):
     m.close()
 
 
-CASES = {f.__name__: f for f in [four_nodes, partition_heal, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes, mutual_tls]}
-
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--meshrl", required=True)
-    ap.add_argument("--case", required=True, choices=sorted(CASES))
-    a = ap.parse_args()
-    t = time.time()
-    try:
-        CASES[a.case](os.path.abspath(a.meshrl))
-    finally:
-        for m in Mesh.instances:  # whatever failed, leave no process behind
-            m.close(keep=True)
-    print(f"{a.case}: ok in {time.time() - t:.0f} s")
+    run_cases([four_nodes, partition_heal, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes, mutual_tls])
