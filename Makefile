@@ -22,7 +22,7 @@ test: build fuzz
 
 # The tests under sanitizers (scripts/test-sanitize): every unit and integration test with ASan +
 # UBSan in build-asan, then the coordinator's concurrency tests with TSan in build-tsan.
-# test-sanitize-quick is the ASan + UBSan unit tests alone (CI runs it after `make test`).
+# test-sanitize-quick is the ASan + UBSan unit tests alone (.ci/run with MESHRL_CI_SANITIZE=quick).
 test-sanitize: deps
 	JOBS=$(JOBS) scripts/test-sanitize asan
 	JOBS=$(JOBS) scripts/test-sanitize tsan

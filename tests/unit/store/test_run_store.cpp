@@ -28,6 +28,7 @@ TensorSet sample_weights(uint64_t seed) {
 
 bool bit_equal(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
+  if (a.numel() == 0) return true;  // an empty tensor's data_ptr is null: memcmp(nullptr, ...) is UB
   auto ca = a.contiguous(), cb = b.contiguous();
   return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.numel() * ca.element_size()) == 0;
 }
