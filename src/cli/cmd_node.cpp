@@ -1,4 +1,4 @@
-// `meshrl node --coordinator HOST:PORT --name paris [--shard I/N] [--model DIR] [--threads 1]
+// `meshrl node --coordinator HOST:PORT --name paris [--shard I/N] [--model DIR] [--threads 1] [--state-dir DIR]
 //  [--insecure | --identity DIR] [--signing-key FILE] [--report FILE] [--http PORT [--http-bind ADDR]]
 //  [--task.key=value --grpo.key=value ...]`
 // Joins a run and trains on this machine's slice of the task until the run finishes. --http serves
@@ -28,6 +28,7 @@ struct NodeArgs {
   std::string shard;
   std::string model;
   std::string cache_dir = "runs/cache";
+  std::string state_dir;  // empty: no local state kept (see the option's help for why that is the default)
   std::string device = "cpu";
   int threads = 1;
   bool insecure = false;
@@ -54,6 +55,7 @@ void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) 
   o.threads = a.threads;
   o.model = a.model;
   o.cache_dir = a.cache_dir;
+  o.state_dir = a.state_dir;
   o.overrides = overrides;
   o.give_up_s = a.give_up_s;
   o.max_backoff_s = a.max_backoff_s;
@@ -129,6 +131,12 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--shard", a->shard, "I/N: train on slice I of N of the task's training problems");
   cmd->add_option("--model", a->model, "model folder for architecture + tokenizer (default: the run's)");
   cmd->add_option("--cache-dir", a->cache_dir, "keeps the frozen base of a [lora] run, downloaded once (default runs/cache)");
+  // Off by default: it writes the residual and both AdamW moments (3x the trained parameters) every
+  // round, which a full-weight run of a large model should opt into, and a default relative path
+  // would collect files wherever a node happens to be started.
+  cmd->add_option("--state-dir", a->state_dir,
+                  "save this node's residual, AdamW moments and step here after each acknowledged update, and restore "
+                  "them on restart when they fit (default: not kept)");
   cmd->add_option("--device", a->device, "cpu | cuda | mps | auto");
   cmd->add_option("--threads", a->threads, "intra-op threads (1 when processes share a machine)");
   cmd->add_flag("--insecure", a->insecure, "plaintext gRPC (refused unless the coordinator is on loopback)");

@@ -15,6 +15,7 @@
 #include "mesh/error_feedback.h"
 #include "mesh/mesh_config.h"
 #include "mesh/named_tensors.h"
+#include "mesh/node_state.h"
 #include "mesh/policy_params.h"
 #include "mesh/protocol.h"
 #include "mesh/rollout_commitment.h"
@@ -62,6 +63,7 @@ class NodeRunner {
       MESHRL_ASSIGN_OR_RETURN(Fetched f, full_download(j.manifest().current_version(), j.manifest().current_hash()));
       rebase(std::move(f), /*first=*/true);
     }
+    restore_state();
     {
       std::lock_guard<std::mutex> lk(mu_);
       ann_version_ = j.manifest().current_version();
@@ -387,6 +389,7 @@ class NodeRunner {
     v1::UpdateHeader header;
     std::string bytes;
     double reward = 0;
+    std::shared_ptr<const NodeState> state;  // saved once acknowledged (--state-dir), else null
   };
 
   // Cuts an update: cut - local plus the error-feedback residual, encoded with the run's codec;
@@ -405,6 +408,7 @@ class NodeRunner {
     MESHRL_ASSIGN_OR_RETURN(NamedTensors sent, codec_->decode(out.bytes, limits_, "own update"));
     MESHRL_RETURN_IF_ERROR(ef_.update(comp, sent));
     cut_ = std::move(local);
+    if (!o_.state_dir.empty()) out.state = snapshot_state();
     // The reported reward is the mean of the rollouts the update commits to, so an audit can hold
     // the node to it (equal to the steps' mean up to float rounding).
     const RolloutCommitment commit = book_.seal(held_, seq);
@@ -460,7 +464,73 @@ class NodeRunner {
     std::snprintf(tail, sizeof tail, ", %zu bytes, reward %.4f", out.bytes.size(), out.reward);
     log("update " + key + (r.accepted() ? " acknowledged" : " rejected: " + r.reason()) + (r.duplicate() ? " (duplicate)" : "") + tail);
     if (r.has_audit()) answer_audit(r.audit());
+    if (r.accepted() && out.state) save_state(*out.state);
     return Status::ok();
+  }
+
+  // The model's parameters in the inner optimizer's order (it was built from parameters()).
+  std::vector<std::pair<std::string, torch::Tensor>> model_params() const {
+    std::vector<std::pair<std::string, torch::Tensor>> out;
+    for (const auto& item : trainer_->policy().model->named_parameters()) out.emplace_back(item.key(), item.value());
+    return out;
+  }
+
+  // What --state-dir keeps, as of this cut: main thread only (the trainer and residual are its).
+  std::shared_ptr<const NodeState> snapshot_state() const {
+    auto s = std::make_shared<NodeState>();
+    s->run_id = run_id_;
+    s->node = o_.name;
+    s->base_version = held_;
+    s->base_hash = held_hash_;
+    s->trainer_step = trainer_->step_count();
+    s->layout = layout_;
+    s->residual = ef_.residual();
+    for (auto& [name, t] : model_params()) s->param_names.push_back(name);
+    s->optimizer = trainer_->optimizer_state();
+    return s;
+  }
+
+  // A failed save costs only the restart's warm state, never the run: logged, not returned.
+  void save_state(const NodeState& s) {
+    Status st = save_node_state(o_.state_dir, s);
+    if (!st.is_ok()) log("WARNING: node state not saved: " + st.message());
+  }
+
+  // At start, before the first inner step. A state file that does not fit (another run, node or
+  // layout, corrupt) is ignored with one line saying why; it never fails the node.
+  void restore_state() {
+    if (o_.state_dir.empty()) return;
+    auto params = model_params();
+    layout_ = param_layout_fingerprint(params);
+    auto loaded = load_node_state(o_.state_dir, {run_id_, o_.name, layout_});
+    if (!loaded.is_ok()) {
+      log(std::string(loaded.status().code() == StatusCode::kNotFound ? "node state: " : "WARNING: node state ignored: ") +
+          loaded.status().message());
+      return;
+    }
+    const NodeState& s = loaded.value();
+    auto opt = fit_node_state(s, params, params_, o_.state_dir);
+    Status st = opt.is_ok() ? Status::ok() : opt.status();
+    if (st.is_ok()) st = ef_.set_residual(s.residual);
+    if (st.is_ok()) st = trainer_->set_optimizer_state(opt.value());
+    if (!st.is_ok()) {
+      // set_state changes nothing on failure; a residual without its moments would be a
+      // half-restored state, so start both from zero.
+      ef_.reset();
+      log("WARNING: node state ignored: " + st.message());
+      return;
+    }
+    trainer_->set_step_count(s.trainer_step);
+    int64_t moments = 0, adam_step = 0;  // AdamW's own count (bias correction), the largest of any parameter
+    for (const auto& m : opt.value().params)
+      if (m) ++moments, adam_step = std::max(adam_step, m->step);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  " (saved at version %lld, now at %lld): residual of %zu tensors (norm %.4g), "
+                  "AdamW moments of %lld parameters (AdamW step %lld), trainer step %lld",
+                  static_cast<long long>(s.base_version), static_cast<long long>(held_), s.residual.size(), ef_.residual_norm(),
+                  static_cast<long long>(moments), static_cast<long long>(adam_step), static_cast<long long>(s.trainer_step));
+    log("restored node state from " + node_state_path(o_.state_dir).string() + line);
   }
 
   // Sends the committed rollouts of the audited update, with the texts of the drawn ones. A
@@ -658,6 +728,7 @@ class NodeRunner {
   std::atomic<bool> quit_{false};
   std::atomic<uint64_t> session_{0};
   std::string run_id_, model_hash_;
+  std::string layout_;  // param_layout_fingerprint of the model (--state-dir only)
   const trust::SigningKey key_;  // signs every update (registered at each join)
   double t0_ = 0, t_train0_ = 0, idle_seconds_ = 0;
   std::mutex join_mu_;

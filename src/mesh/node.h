@@ -39,6 +39,10 @@ struct NodeOptions {
   uint64_t shard_count = 1;            // ...of this many (1 = the whole training split)
   std::string model;                   // architecture + tokenizer; empty = the manifest's model_spec
   std::string cache_dir = "runs/cache";  // [lora] runs: the downloaded frozen base is kept here
+  // Local training state (error-feedback residual, inner AdamW moments, trainer step) is saved here
+  // after each acknowledged update and restored at start when it fits (node_state.h). Empty = not
+  // kept: a restarted node starts its residual and moments from zero.
+  std::string state_dir;
   std::vector<std::string> overrides;  // "--task.key=value" / "--grpo.key=value" on the run's config
   double max_backoff_s = 5;            // reconnect backoff doubles from 0.2 s up to this
   double give_up_s = 300;              // stop after this long without reaching the coordinator

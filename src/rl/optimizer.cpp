@@ -72,4 +72,55 @@ OptimizerStepInfo Optimizer::step() {
   return info;
 }
 
+namespace {
+// libtorch keys an optimizer's per-parameter state by the address of the parameter's TensorImpl.
+std::string state_key(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+}  // namespace
+
+OptimizerState Optimizer::state() const {
+  OptimizerState out;
+  out.step = step_;
+  const auto& st = adam_->state();
+  for (const auto& p : params_) {
+    auto it = st.find(state_key(p));
+    if (it == st.end()) {
+      out.params.emplace_back(std::nullopt);
+      continue;
+    }
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+    out.params.emplace_back(AdamMoments{s.step(), s.exp_avg().detach().clone(), s.exp_avg_sq().detach().clone()});
+  }
+  return out;
+}
+
+Status Optimizer::set_state(const OptimizerState& state) {
+  if (state.params.size() != params_.size())
+    return invalid_argument("[optimizer] state for " + std::to_string(state.params.size()) + " parameters, the model has " +
+                            std::to_string(params_.size()));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& m = state.params[i];
+    if (!m) continue;
+    for (const torch::Tensor* t : {&m->exp_avg, &m->exp_avg_sq})
+      if (!t->defined() || t->sizes() != params_[i].sizes() || t->scalar_type() != params_[i].scalar_type())
+        return invalid_argument("[optimizer] moment of parameter " + std::to_string(i) + " is " +
+                                (t->defined() ? c10::str(t->sizes(), " ", t->scalar_type()) : std::string("undefined")) +
+                                ", the parameter " + c10::str(params_[i].sizes(), " ", params_[i].scalar_type()));
+  }
+  auto& st = adam_->state();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& m = state.params[i];
+    if (!m) {
+      st.erase(state_key(params_[i]));
+      continue;
+    }
+    auto s = std::make_unique<torch::optim::AdamWParamState>();
+    s->step(m->step);
+    s->exp_avg(m->exp_avg.detach().clone().to(params_[i].device()));
+    s->exp_avg_sq(m->exp_avg_sq.detach().clone().to(params_[i].device()));
+    st[state_key(params_[i])] = std::move(s);
+  }
+  step_ = state.step;
+  return Status::ok();
+}
+
 }  // namespace meshrl::rl

@@ -10,7 +10,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
+
+#include "core/status.h"
 
 namespace meshrl::rl {
 
@@ -49,6 +52,20 @@ struct OptimizerStepInfo {
   bool skipped = false;  // true when the gradient was not finite: no update, step not counted
 };
 
+// One parameter's AdamW moments; absent (nullopt) until that parameter's first update.
+struct AdamMoments {
+  int64_t step = 0;          // AdamW's own per-parameter count (bias correction)
+  torch::Tensor exp_avg;     // first moment, the parameter's shape
+  torch::Tensor exp_avg_sq;  // second moment, the parameter's shape
+};
+
+// Everything step() depends on besides the parameters and config: a mesh node saves it after an
+// acknowledged update so that a restarted process continues with the same moments and schedule.
+struct OptimizerState {
+  int64_t step = 0;                               // the schedule's step (step_count())
+  std::vector<std::optional<AdamMoments>> params;  // one per parameter, in construction order
+};
+
 class Optimizer {
  public:
   Optimizer(std::vector<torch::Tensor> params, const OptimizerConfig& config);
@@ -62,6 +79,11 @@ class Optimizer {
   // Lets a caller that reloads weights (a mesh node after a broadcast) continue the schedule.
   void set_step_count(int64_t s) { step_ = s; }
   double current_lr() const { return scheduled_lr(config_.schedule, step_); }
+  // Deep copies of the moments (CPU tensors are cloned, so later steps do not change them).
+  OptimizerState state() const;
+  // Restores state(): fails (kInvalidArgument, naming the parameter index and both shapes) when the
+  // parameter count or a moment's shape differs, and then changes nothing.
+  Status set_state(const OptimizerState& state);
   const OptimizerConfig& config() const { return config_; }
 
  private:

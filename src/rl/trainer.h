@@ -110,6 +110,9 @@ class GrpoTrainer {
   int64_t step_count() const { return step_; }
   // For a mesh node that loads new weights and continues the schedule where the run is.
   void set_step_count(int64_t s) { step_ = s; }
+  // The inner AdamW's moments and schedule step, for a mesh node that persists its local state.
+  OptimizerState optimizer_state() const { return optimizer_.state(); }
+  Status set_optimizer_state(const OptimizerState& s) { return optimizer_.set_state(s); }
   rollout::Policy& policy() { return policy_; }
   const GrpoSection& config() const { return config_; }
   const tasks::Task& task() const { return *task_; }
