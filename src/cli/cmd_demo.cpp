@@ -60,6 +60,12 @@ std::string mb(double bytes) {
   return b;
 }
 
+std::string fmt_ratio(double r) {
+  char b[32];
+  std::snprintf(b, sizeof b, r >= 10 ? "%.0fx" : "%.1fx", r);
+  return b;
+}
+
 std::string fmt(const char* f, double x) {
   char b[64];
   std::snprintf(b, sizeof b, f, x);
@@ -279,9 +285,12 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
                 static_cast<long long>(cfg.mesh.inner_steps), topo.cities.size());
   term.result("");
   term.result(line);
-  std::snprintf(line, sizeof line, "bytes on the wire: up %s, down %s; synchronous fp32 data-parallel would send %s (%.0fx more)",
-                mb(bytes_up).c_str(), mb(bytes_down).c_str(), mb(dp_bytes).c_str(),
-                bytes_up + bytes_down > 0 ? dp_bytes / (bytes_up + bytes_down) : 0.0);
+  // Whole run, initial downloads included (a [lora] node's one-time base among them): a short run
+  // can send more than data parallelism would, so the ratio is said in whichever direction holds.
+  const double sent = bytes_up + bytes_down;
+  const std::string versus = sent <= 0 ? "" : dp_bytes >= sent ? fmt_ratio(dp_bytes / sent) + " more" : fmt_ratio(sent / dp_bytes) + " less";
+  std::snprintf(line, sizeof line, "bytes on the wire: up %s, down %s (%s of it initial downloads); synchronous fp32 data-parallel would send %s (%s)",
+                mb(bytes_up).c_str(), mb(bytes_down).c_str(), mb(bytes_full).c_str(), mb(dp_bytes).c_str(), versus.c_str());
   term.result(line);
   std::snprintf(line, sizeof line, "per node per round (without the initial downloads): %s vs %s for fp32 data-parallel (%.0fx fewer)",
                 mb(per_node_round).c_str(), mb(dp_per_node_round).c_str(), per_node_round > 0 ? dp_per_node_round / per_node_round : 0.0);
