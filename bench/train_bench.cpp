@@ -7,9 +7,12 @@
 // --profile adds one JSON line per phase: forward (model body), head (final norm + lm_head +
 // token log-probs), loss, backward, optimizer (zero grads + AdamW step).
 #include <torch/torch.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -79,6 +82,12 @@ void run_train_bench(const BenchOptions& options) {
     MESHRL_CHECK(std::isfinite(out.loss.item<double>()), "[bench train] loss is not finite");
   };
   auto t = time_median(step, options.reps);
+  // MESHRL_TRAIN_TRACE=FILE: one more step under libtorch's legacy profiler, written as a Chrome
+  // trace (op names and times) for the per-op table in BENCHMARKS.md.
+  if (const char* trace = std::getenv("MESHRL_TRAIN_TRACE")) {
+    torch::autograd::profiler::RecordProfile guard(trace);
+    step();
+  }
 
   const double tokens_per_step = static_cast<double>(B * T);
   std::printf("{\"bench\":\"train\",\"impl\":\"meshrl\",\"model\":\"%s\",\"threads\":%d,\"tokens_per_s\":%.1f,"

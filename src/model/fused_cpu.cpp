@@ -75,4 +75,39 @@ torch::Tensor silu_mul_cpu(const torch::Tensor& gate_up_in) {
   return out;
 }
 
+namespace {
+
+// RMSNorm as one autograd node (values as the plain formula): backward is
+//   gx = r * (g*w - xhat * mean(g*w*xhat)),  gw = sum over rows of g*xhat,
+// five passes over [N, E] instead of autograd's chain through pow, mean, rsqrt and two products.
+struct RmsNormFunction : torch::autograd::Function<RmsNormFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               double eps) {
+    auto r = (x * x).mean(-1, /*keepdim=*/true).add_(eps).rsqrt_();  // [..., 1]
+    auto xhat = x * r;                                                // [..., E]
+    ctx->save_for_backward({xhat, r, w});
+    return xhat * w;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const auto &xhat = saved[0], &r = saved[1], &w = saved[2];
+    const auto& g = grads[0];
+    torch::Tensor gx, gw;
+    if (ctx->needs_input_grad(0)) {
+      auto gxw = g * w;
+      auto dot = (gxw * xhat).mean(-1, /*keepdim=*/true);
+      gx = gxw.sub_(xhat * dot).mul_(r);
+    }
+    if (ctx->needs_input_grad(1)) gw = (g * xhat).reshape({-1, w.size(0)}).sum(0);
+    return {gx, gw, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor rms_norm_autograd(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  return RmsNormFunction::apply(x, weight, eps);
+}
+
 }  // namespace meshrl::model

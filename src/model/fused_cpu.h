@@ -15,6 +15,10 @@ namespace meshrl::model {
 // x [N, E] float32 contiguous, weight [E] -> x * rsqrt(mean(x^2) + eps) * weight, [N, E].
 torch::Tensor rms_norm_cpu(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
+// The same RMSNorm for training (any device/dtype): one autograd node with a hand-written
+// backward, values as x * rsqrt(mean(x^2) + eps) * weight.
+torch::Tensor rms_norm_autograd(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
 // qkv [B, T, H + 2 Hkv, D] float32 contiguous, modified in place: the first H + Hkv heads (q, k)
 // are rotated for positions start..start+T-1 (HF rotate_half convention, cos/sin tables
 // [T_max, D/2]), and q is multiplied by q_scale.

@@ -14,7 +14,9 @@ struct RopeTable {
 
 RopeTable rope_table_make(int64_t max_len, int64_t head_dim, double theta, torch::Device device);
 
-// x: [B, T, n, D] (any n heads); positions start..start+T-1. Returns a new tensor, same shape.
-torch::Tensor rope_apply(const torch::Tensor& x, const RopeTable& table, int64_t start);
+// x: [B, T, n, D] (any n heads); positions start..start+T-1. Returns a new tensor, same shape,
+// multiplied by scale (the attention's 1/sqrt(D) folded in for q). Under autograd one node whose
+// backward is the inverse rotation.
+torch::Tensor rope_apply(const torch::Tensor& x, const RopeTable& table, int64_t start, double scale = 1.0);
 
 }  // namespace meshrl::model

@@ -75,6 +75,8 @@ KVCache TransformerImpl::make_cache(int64_t batch, int64_t max_len) const {
 
 torch::Tensor TransformerImpl::rms_norm(const torch::Tensor& x, const torch::Tensor& weight) const {
   // HF LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), then * weight (all float32 here).
+  if (torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad()))
+    return rms_norm_autograd(x, weight, config_.rms_norm_eps);
   auto var = x.pow(2).mean(-1, /*keepdim=*/true);
   return x * torch::rsqrt(var + config_.rms_norm_eps) * weight;
 }
@@ -95,15 +97,20 @@ torch::Tensor TransformerImpl::attention(DecoderLayerImpl& layer, const torch::T
   qkv = qkv.view({B, T, H + 2 * Hkv, D});
   const int64_t start = cache ? cache->length : 0;
   torch::Tensor q, k;  // q [B, T, H, D] already scaled by 1/sqrt(D); k [B, T, Hkv, D]
+  torch::Tensor v;  // [B, T, Hkv, D]
   if (fused) {
     rope_qk_inplace_cpu(qkv, H, Hkv, rope_.cos, rope_.sin, start, static_cast<float>(q_scale));
     q = qkv.narrow(2, 0, H);
     k = qkv.narrow(2, H, Hkv);
+    v = qkv.narrow(2, H + Hkv, Hkv);
   } else {
-    q = rope_apply(qkv.narrow(2, 0, H), rope_, start) * q_scale;
-    k = rope_apply(qkv.narrow(2, H, Hkv), rope_, start);
+    // split, not three narrows: under autograd each narrow's backward zero-fills a whole
+    // [B, T, H + 2 Hkv, D] gradient and the three are summed; split's backward is one cat.
+    auto parts = qkv.split_with_sizes({H, Hkv, Hkv}, 2);
+    q = rope_apply(parts[0], rope_, start, q_scale);
+    k = rope_apply(parts[1], rope_, start);
+    v = parts[2];
   }
-  auto v = qkv.narrow(2, H + Hkv, Hkv);  // [B, T, Hkv, D]
 
   torch::Tensor k_all, v_all;  // [B, Hkv, t, D]
   int64_t t_total = T;
@@ -182,7 +189,13 @@ torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& tokens, KVCac
     auto gu = torch::mm(xn, layer.w_gate_up.t());                            // [B*T, 2F]
     if (lora_ && lora_->has(LoraTarget::kGate)) gu.narrow(1, 0, F).add_(lora_->apply(li, LoraTarget::kGate, xn));
     if (lora_ && lora_->has(LoraTarget::kUp)) gu.narrow(1, F, F).add_(lora_->apply(li, LoraTarget::kUp, xn));
-    auto act = fused ? silu_mul_cpu(gu) : torch::silu(gu.narrow(1, 0, F)) * gu.narrow(1, F, F);
+    torch::Tensor act;  // [B*T, F]
+    if (fused) {
+      act = silu_mul_cpu(gu);
+    } else {
+      auto gate_up = gu.split(F, 1);  // one cat in backward instead of two zero-filled [B*T, 2F] sums
+      act = torch::silu(gate_up[0]) * gate_up[1];
+    }
     h = torch::addmm(h, act, layer.w_down.t());
     if (lora_ && lora_->has(LoraTarget::kDown)) h = h + lora_->apply(li, LoraTarget::kDown, act);
   }
