@@ -204,6 +204,10 @@ def run_mode(meshrl, mode):
     m.check_exactly_once(names)
     # Each node logs its mean training reward with every update, in order.
     per_node = [[float(x) for x in re.findall(r"acknowledged, \d+ bytes, reward (\S+)", m.read(n))] for n in names]
+    # In async mode every update makes a version, so fast nodes can use up the run's versions
+    # before a slow starter's first update lands: such a node has no reward to report.
+    per_node = [r for r in per_node if r]
+    assert per_node, f"{mode}: no node had an update acknowledged"
     s["first_reward"] = sum(r[0] for r in per_node) / len(per_node)
     s["last_reward"] = sum(r[-1] for r in per_node) / len(per_node)
     every = [x for r in per_node for x in r]
