@@ -14,7 +14,11 @@ namespace meshrl::cli {
 
 void reexec_with_better_blas_kernels(char** argv) {
 #ifdef MESHRL_BLAS_REEXEC
-  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("MESHRL_KEEP_BLAS_KERNELS")) return;
+  // Opt-in for now: 5x faster products shift the timing of the mesh integration tests (a partitioned
+  // node no longer catches up before the run ends), which must be re-tuned before this is the default.
+  const char* want = std::getenv("MESHRL_BLAS_AUTO");
+  if (!want || std::strcmp(want, "1") != 0) return;
+  if (std::getenv("OPENBLAS_CORETYPE")) return;
   using CoreName = char* (*)();
   auto corename = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
   if (!corename) return;  // not OpenBLAS (MKL, reference BLAS): nothing to fix
