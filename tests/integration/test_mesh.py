@@ -270,7 +270,10 @@ def mutual_tls(meshrl):
     for i, n in enumerate(["paris", "zurich"]):
         m.start_node(n, shard=f"{i}/2", identity=os.path.join(ca, "nodes", n))
     m.start_node("dublin", identity=os.path.join(ca, "nodes", "dublin"))
-    m.start_node("toronto", identity=os.path.join(ca, "nodes", "paris"))  # paris's certificate, another name
+    # paris's certificate under another name; its own key file, so that it does not race paris
+    # writing ca/nodes/paris/signing.key (a flake seen in CI).
+    m.start_node("toronto", identity=os.path.join(ca, "nodes", "paris"),
+                 extra=["--signing-key", os.path.join(m.dir, "toronto-signing.key")])
     for n, why in [("dublin", "revoked"), ("toronto", "authenticated as 'paris'")]:
         rc = m.procs[n].wait(timeout=120)
         assert rc != 0 and why in m.read(n), f"{n} exited {rc}: {m.read(n)[-600:]}"
