@@ -164,6 +164,11 @@ def node_run(meshrl, name, rounds, names, plan=None):
         m.start_node(n, shard=shards[n], extra=state[n])
     timers = []
     starts = {n: 1 for n in names}
+    m.faulted = []  # the plan's faults that ran: a fast run can end before its last rounds' faults
+
+    def finished():
+        return m.version() >= rounds
+
     for r in range(1, rounds + 1) if plan else []:
         m.wait_for(lambda: m.version() >= r - 1, 120, f"version {r - 1}")
         for f in plan.faults_at(r):
@@ -171,7 +176,13 @@ def node_run(meshrl, name, rounds, names, plan=None):
             # and on a verified version since that join.
             def back(log):
                 return log.count("joined run ") >= starts[f.process] and "holding version " in log.split("joined run ")[-1]
-            m.wait_for(lambda: back(m.read(f.process)), 60, f"{f.process} back in the run")
+            m.wait_for(lambda: back(m.read(f.process)) or finished(), 60, f"{f.process} back in the run")
+            # Once the last version is committed the nodes leave and the coordinator stops: a node
+            # restarted then would find no one to rejoin, which is not the fault under test.
+            if finished() or m.procs[f.process].poll() is not None:
+                m.log(f"round {r}: the run finished before {f.process}'s fault; skipped")
+                continue
+            m.faulted.append(f)
             if f.action == "stop_cont":
                 m.procs[f.process].send_signal(signal.SIGSTOP)
                 t = threading.Timer(f.pause_s, m.procs[f.process].send_signal, [signal.SIGCONT])
@@ -209,7 +220,11 @@ def random_node_kill_30(meshrl, seed):
 
     t = time.time()
     m, s = node_run(meshrl, "nodekill", rounds, names, plan)
-    m.log(f"faulty run: pass@1 {s['pass_at_1_before']:.2f} -> {s['pass_at_1_after']:.2f} in {time.time() - t:.0f} s")
+    m.log(f"faulty run: pass@1 {s['pass_at_1_before']:.2f} -> {s['pass_at_1_after']:.2f} in {time.time() - t:.0f} s, "
+          f"{len(m.faulted)} of the plan's {len(plan.faults)} faults before the run ended")
+    # Rounds of this tiny model close in ~0.15 s and a rejoin takes ~1 s, so the run can outpace
+    # the plan near its end (23 of 30 ran in one CI run); most of it must still have run.
+    assert len(m.faulted) >= len(plan.faults) // 2, f"only {len(m.faulted)} of {len(plan.faults)} faults ran"
     closed = m.query("select version, closed_by from rounds where version > 0 order by version")
     assert len(closed) == rounds, closed
     not_quorum = [(v, c) for v, c in closed if c != "quorum"]
@@ -222,7 +237,7 @@ def random_node_kill_30(meshrl, seed):
     # held a version, which it does only after checking the hash (full download or hash-checked
     # broadcasts); check_nodes_held matched every held hash against the ledger above.
     for n in names:
-        kills = [f.round for f in plan.faults if f.process == n]
+        kills = [f.round for f in m.faulted if f.process == n]
         log = m.read(n)
         joins = re.findall(r"joined run \w+ at version (\d+)", log)
         assert len(joins) >= 1 + len(kills), f"{n} was killed in rounds {kills} but joined {len(joins)} time(s)"
