@@ -9,8 +9,8 @@ namespace meshrl::cli {
 
 // When OpenBLAS reports a generic fallback core (Prescott, Core2, ...) while the CPU supports
 // AVX-512 (-> SkylakeX) or AVX2 + FMA (-> Haswell), sets OPENBLAS_CORETYPE and re-execs
-// /proc/self/exe with the same argv (returns only if that is not needed or fails). Opt-in with
-// MESHRL_BLAS_AUTO=1 (not yet the default: see the .cpp); a user's own OPENBLAS_CORETYPE wins.
+// /proc/self/exe with the same argv (returns only if that is not needed or fails). On by default;
+// MESHRL_BLAS_AUTO=0 turns it off; a user's own OPENBLAS_CORETYPE wins.
 void reexec_with_better_blas_kernels(char** argv);
 
 }  // namespace meshrl::cli
