@@ -51,8 +51,8 @@ void run_train(const TrainArgs& a, const std::vector<std::string>& overrides) {
   rl::TrainRunCallbacks cb;
   cb.log = [&](const std::string& s) { term.log(guess_level(s), s); };
   cb.on_sft_step = [&](const rl::SftProgress& p) {
-    if (!sft_bar.is_tty() && p.step % config.sft.log_every != 0 && p.step != p.steps) return;
-    sft_bar.update(p.step, p.steps, "loss " + fmt("%.3f", p.loss) + " lr " + fmt("%.2g", p.lr));
+    if (!sft_bar.is_tty() && p.step % config.sft.log_every != 0 && p.step != p.steps && p.check_pass1 < 0) return;
+    sft_bar.update(p.step, p.steps, rl::describe(p));
   };
   cb.on_eval_progress = [&](int64_t done, int64_t total) { eval_bar.update(done, total); };
   cb.on_step = [&](const rl::StepMetrics& m) {

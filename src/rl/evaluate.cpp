@@ -19,6 +19,29 @@ double pass_at_k_estimate(int64_t n, int64_t c, int64_t k) {
   return 1.0 - fail;
 }
 
+Result<GreedyScore> greedy_score(model::TransformerImpl& model, const tokenizer::Tokenizer& tok, const tasks::Task& task,
+                                 const std::vector<tasks::Problem>& problems, int64_t max_new_tokens,
+                                 const std::vector<int64_t>& stop_ids, int64_t batch_size,
+                                 const std::function<void(int64_t rows_done)>& on_rows) {
+  MESHRL_CHECK(!problems.empty(), "[greedy_score] no problems");
+  MESHRL_ASSIGN_OR_RETURN(auto prompts, encode_prompts(tok, problems));
+  const auto stops = task.stop_strings();
+  rollout::GenerateConfig g;
+  g.max_new_tokens = max_new_tokens;
+  g.stop_token_ids = stop_ids;
+  g.stop_strings = stops;
+  g.sampling.temperature = 0.0;
+  const auto greedy = generate_batched(model, tok, prompts, g, batch_size, on_rows);
+  int64_t solved = 0, parsed = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    MESHRL_ASSIGN_OR_RETURN(auto s, task.score(problems[i], text_for_scoring(greedy[i], tok, stops)));
+    solved += s.correct;
+    parsed += s.format_ok;
+  }
+  const double n = static_cast<double>(problems.size());
+  return GreedyScore{static_cast<double>(solved) / n, static_cast<double>(parsed) / n};
+}
+
 Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Tokenizer& tok, const tasks::Task& task,
                             const EvalOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -27,32 +50,25 @@ Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Toke
   MESHRL_CHECK(n >= 1, "[evaluate] the task has no held-out problems");
   std::vector<tasks::Problem> problems;
   for (int64_t i = 0; i < n; ++i) problems.push_back(task.eval_problem(static_cast<size_t>(i)));
-  MESHRL_ASSIGN_OR_RETURN(auto prompts, encode_prompts(tok, problems));
-  const auto stops = task.stop_strings();
-
-  rollout::GenerateConfig g;
-  g.max_new_tokens = o.max_new_tokens;
-  g.stop_token_ids = o.stop_ids;
-  g.stop_strings = stops;
-  g.sampling.temperature = 0.0;
-  g.seed = o.seed;
   const int64_t m_samples = o.pass_k > 1 ? (o.n_samples > 0 ? o.n_samples : 2 * o.pass_k) : 0;
   const int64_t rows_total = n + n * m_samples;
-  const auto greedy = generate_batched(model, tok, prompts, g, o.batch_size, [&](int64_t done) {
-    if (o.on_progress) o.on_progress(done, rows_total);
-  });
-  int64_t solved = 0, parsed = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    MESHRL_ASSIGN_OR_RETURN(auto s, task.score(problems[i], text_for_scoring(greedy[i], tok, stops)));
-    solved += s.correct;
-    parsed += s.format_ok;
-  }
+  MESHRL_ASSIGN_OR_RETURN(const GreedyScore greedy,
+                          greedy_score(model, tok, task, problems, o.max_new_tokens, o.stop_ids, o.batch_size, [&](int64_t done) {
+                            if (o.on_progress) o.on_progress(done, rows_total);
+                          }));
   r.n_problems = n;
-  r.pass_at_1 = static_cast<double>(solved) / static_cast<double>(n);
-  r.format_rate = static_cast<double>(parsed) / static_cast<double>(n);
+  r.pass_at_1 = greedy.pass_at_1;
+  r.format_rate = greedy.format_rate;
   r.k = o.pass_k;
 
   if (o.pass_k > 1) {
+    MESHRL_ASSIGN_OR_RETURN(auto prompts, encode_prompts(tok, problems));
+    const auto stops = task.stop_strings();
+    rollout::GenerateConfig g;
+    g.max_new_tokens = o.max_new_tokens;
+    g.stop_token_ids = o.stop_ids;
+    g.stop_strings = stops;
+    g.seed = o.seed;
     const int64_t m = o.n_samples > 0 ? o.n_samples : 2 * o.pass_k;
     MESHRL_CHECK(m >= o.pass_k, "[evaluate] n_samples " << m << " < pass_k " << o.pass_k);
     std::vector<std::vector<int64_t>> rows;

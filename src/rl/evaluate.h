@@ -47,6 +47,17 @@ struct EvalResult {
 // Unbiased pass@k from n samples with c correct (0 <= c <= n, 1 <= k <= n), in float64.
 double pass_at_k_estimate(int64_t n, int64_t c, int64_t k);
 
+struct GreedyScore {
+  double pass_at_1 = 0;    // share of problems solved
+  double format_rate = 0;  // share the verifier could parse
+};
+
+// Greedy decoding of any problems (the SFT stop check uses training ones), scored by the task.
+Result<GreedyScore> greedy_score(model::TransformerImpl& model, const tokenizer::Tokenizer& tok, const tasks::Task& task,
+                                 const std::vector<tasks::Problem>& problems, int64_t max_new_tokens,
+                                 const std::vector<int64_t>& stop_ids, int64_t batch_size = 256,
+                                 const std::function<void(int64_t rows_done)>& on_rows = {});
+
 // Fails only when scoring fails (an external verifier broke) or a prompt cannot be encoded.
 Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Tokenizer& tok, const tasks::Task& task,
                             const EvalOptions& options);

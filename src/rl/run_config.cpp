@@ -48,6 +48,9 @@ std::vector<Field> fields_of(RunConfig& c) {
       {"sft", "seed", &s.seed},
       {"sft", "cache_dir", &s.cache_dir},
       {"sft", "log_every", &s.log_every},
+      {"sft", "stop_at_pass1", &s.stop_at_pass1},
+      {"sft", "check_every", &s.check_every},
+      {"sft", "check_problems", &s.check_problems},
       {"grpo", "steps", &g.steps},
       {"grpo", "prompts_per_step", &g.prompts_per_step},
       {"grpo", "group_size", &g.group_size},
@@ -216,6 +219,9 @@ Status validate_run_config(const RunConfig& c, const std::string& source) {
   MESHRL_CHECK_NUM("sft", "grad_clip", s.grad_clip, s.grad_clip >= 0, ">= 0 (0 = off)");
   if (s.cache_dir.empty()) return invalid_argument(where_key(source, "sft", "cache_dir") + " must not be empty");
   MESHRL_CHECK_INT("sft", "log_every", s.log_every, s.log_every >= 1, ">= 1");
+  MESHRL_CHECK_NUM("sft", "stop_at_pass1", s.stop_at_pass1, s.stop_at_pass1 >= 0 && s.stop_at_pass1 < 1, "in [0, 1) (0 = off)");
+  MESHRL_CHECK_INT("sft", "check_every", s.check_every, s.check_every >= 1, ">= 1");
+  MESHRL_CHECK_INT("sft", "check_problems", s.check_problems, s.check_problems >= 1 && s.check_problems <= 100000, "in [1, 100000]");
 
   const GrpoSection& g = c.grpo;
   MESHRL_CHECK_INT("grpo", "steps", g.steps, g.steps >= 0 && g.steps <= 10'000'000, "in [0, 10000000]");

@@ -42,6 +42,13 @@ struct SftSection {
   uint64_t seed = 0;            // which problems are drawn
   std::string cache_dir = "runs/cache";  // `meshrl train` caches its warm start here (sft-<hash>)
   int64_t log_every = 25;       // progress lines every N steps
+  // Stop once greedy accuracy on check_problems *training* problems reaches this (0 = run all
+  // steps). A tiny model learns the carry suddenly, at a step that float rounding moves by
+  // hundreds (other BLAS kernels, another machine): a warm start defined by its skill, not by
+  // its step count, is the same warm start everywhere. `steps` is then the upper bound.
+  double stop_at_pass1 = 0.0;   // in [0, 1)
+  int64_t check_every = 50;     // steps between checks
+  int64_t check_problems = 256; // training problems per check (fixed seeds)
 };
 
 struct GrpoSection {

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <numeric>
 
+#include "rl/evaluate.h"
 #include "rl/optimizer.h"
 #include "rollout/policy.h"
 #include "rollout/sampler.h"
@@ -56,14 +58,53 @@ torch::Tensor sft_loss(model::TransformerImpl& model, const SftBatch& batch) {
   return (nll * mask.reshape({-1})).sum() / mask.sum().clamp_min(1.0);
 }
 
+std::string describe(const SftProgress& p) {
+  char s[96];
+  std::snprintf(s, sizeof s, "loss %.4f lr %.2g", p.loss, p.lr);
+  std::string out = s;
+  if (p.check_pass1 >= 0) {
+    std::snprintf(s, sizeof s, " check %.1f%%", 100 * p.check_pass1);
+    out += s;
+  }
+  return out;
+}
+
+namespace {
+
+// The stop check's problems: fixed training problems (never the held-out split) and a completion
+// budget of their longest solution plus one token.
+struct StopCheck {
+  std::vector<tasks::Problem> problems;
+  int64_t max_new_tokens = 1;
+};
+
+Result<StopCheck> make_stop_check(const tokenizer::Tokenizer& tok, const tasks::Task& task, const SftSection& c) {
+  StopCheck s;
+  for (int64_t i = 0; i < c.check_problems; ++i) {
+    s.problems.push_back(task.sample(rollout::mix_seed({c.seed, static_cast<uint64_t>(i), 0xC4EC})));
+    const auto sol = task.solution(s.problems.back());
+    if (!sol) return invalid_argument("[sft] task " + task.name() + " has no solution for problem " + s.problems.back().id);
+    MESHRL_ASSIGN_OR_RETURN(auto ids, rollout::encode_ids(tok, *sol));
+    s.max_new_tokens = std::max<int64_t>(s.max_new_tokens, static_cast<int64_t>(ids.size()) + 1);
+  }
+  return s;
+}
+
+}  // namespace
+
 Result<SftResult> run_sft(model::TransformerImpl& model, const tokenizer::Tokenizer& tok, const tasks::Task& task,
-                          const SftSection& c, const std::function<void(const SftProgress&)>& on_step) {
+                          const SftSection& c, const std::function<void(const SftProgress&)>& on_step,
+                          const std::vector<int64_t>& stop_ids) {
   const auto t0 = std::chrono::steady_clock::now();
   OptimizerConfig oc;
   oc.schedule = {c.lr, c.warmup_steps, c.steps, c.min_lr_ratio};
   oc.weight_decay = c.weight_decay;
   oc.grad_clip = c.grad_clip;
   Optimizer opt(model.parameters(), oc);
+  StopCheck check;
+  if (c.stop_at_pass1 > 0) {
+    MESHRL_ASSIGN_OR_RETURN(check, make_stop_check(tok, task, c));
+  }
   model.train();
   SftResult r;
   for (int64_t s = 0; s < c.steps; ++s) {
@@ -77,8 +118,19 @@ Result<SftResult> run_sft(model::TransformerImpl& model, const tokenizer::Tokeni
     const double l = loss.item<double>();
     r.losses.push_back(l);
     r.tokens += static_cast<int64_t>(batch.mask.sum().item<double>());
+    double pass1 = -1;
+    if (c.stop_at_pass1 > 0 && (s + 1) % c.check_every == 0) {
+      torch::NoGradGuard no_grad;
+      model.eval();
+      MESHRL_ASSIGN_OR_RETURN(const GreedyScore g, greedy_score(model, tok, task, check.problems, check.max_new_tokens, stop_ids));
+      model.train();
+      pass1 = g.pass_at_1;
+      r.checks.emplace_back(s + 1, pass1);
+      r.reached_target = pass1 >= c.stop_at_pass1;
+    }
     if (on_step)
-      on_step({s + 1, c.steps, l, info.lr, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+      on_step({s + 1, c.steps, l, info.lr, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), pass1});
+    if (r.reached_target) break;
   }
   const size_t n = r.losses.size(), w = std::min<size_t>(10, n);
   if (n > 0) {

@@ -30,8 +30,11 @@ std::string warm_start_key(const RunConfig& c) {
         {"grad_clip", c.sft.grad_clip},
         {"seed", c.sft.seed}}},
   };
+  nlohmann::json k = j;
+  if (c.sft.stop_at_pass1 > 0)  // only then: keys of warm starts cached without the stop rule stay valid
+    k["sft"]["stop"] = {{"at_pass1", c.sft.stop_at_pass1}, {"every", c.sft.check_every}, {"problems", c.sft.check_problems}};
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(tasks::hash_text(j.dump())));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(tasks::hash_text(k.dump())));
   return buf;
 }
 
@@ -42,10 +45,15 @@ Result<SftResult> sft_to_folder(const RunConfig& c, const std::filesystem::path&
   MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(c.model.device));
   MESHRL_ASSIGN_OR_RETURN(auto task, tasks::make_task(c.task));
   MESHRL_ASSIGN_OR_RETURN(auto policy, rollout::load_policy(c.model.init, device, c.model.weight_seed));
-  MESHRL_ASSIGN_OR_RETURN(SftResult r, run_sft(*policy.model, *policy.tokenizer, *task, c.sft, on_step));
-  const nlohmann::json info = {{"format", "meshrl-sft/1"},   {"key", warm_start_key(c)}, {"steps", c.sft.steps},
-                               {"first_loss", r.first_loss}, {"final_loss", r.final_loss}, {"seconds", r.seconds},
-                               {"tokens", r.tokens},         {"task", tasks::task_config_to_json(c.task)}};
+  MESHRL_ASSIGN_OR_RETURN(SftResult r, run_sft(*policy.model, *policy.tokenizer, *task, c.sft, on_step, policy.stop_ids));
+  nlohmann::json info = {{"format", "meshrl-sft/1"},   {"key", warm_start_key(c)}, {"steps", static_cast<int64_t>(r.losses.size())},
+                         {"first_loss", r.first_loss}, {"final_loss", r.final_loss}, {"seconds", r.seconds},
+                         {"tokens", r.tokens},         {"task", tasks::task_config_to_json(c.task)}};
+  if (c.sft.stop_at_pass1 > 0) {
+    info["stop_at_pass1"] = c.sft.stop_at_pass1;
+    info["reached_target"] = r.reached_target;
+    info["checks"] = r.checks;  // [[step, greedy accuracy on training problems], ...]
+  }
   MESHRL_RETURN_IF_ERROR(
       save_policy_folder(out, policy.model, *policy.tokenizer, c.model.init, {{"meshrl_sft.json", info.dump(2) + "\n"}}));
   return r;

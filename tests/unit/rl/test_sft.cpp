@@ -6,10 +6,12 @@
 
 #include "micro_policy.h"
 #include "model/model_io.h"
+#include "rl/evaluate.h"
 #include "rl/policy_folder.h"
 #include "rl/sft.h"
 #include "rl/warm_start.h"
 #include "rollout/policy.h"
+#include "rollout/sampler.h"
 #include "tasks/task.h"
 
 namespace meshrl::rl {
@@ -65,6 +67,65 @@ TEST(Sft, LossFallsOnOneDigitAddition) {
   EXPECT_GT(r.first_loss, 4.0);
   EXPECT_LT(r.final_loss, 0.5 * r.first_loss);
   EXPECT_GT(r.tokens, 60 * 32 * 2 - 1);
+}
+
+TEST(Sft, StopsOnceTrainingAccuracyReachesTheTarget) {
+  torch::manual_seed(0);
+  auto policy = testing::micro_policy(1);
+  auto task = one_digit_addition();
+  SftSection c;
+  c.steps = 600;
+  c.batch_size = 32;
+  c.lr = 3e-3;
+  c.warmup_steps = 5;
+  c.stop_at_pass1 = 0.3;
+  c.check_every = 20;
+  c.check_problems = 64;
+  int64_t calls = 0, checks_seen = 0;
+  auto r = run_sft(*policy.model, *policy.tokenizer, *task, c,
+                   [&](const SftProgress& p) {
+                     ++calls;
+                     checks_seen += p.check_pass1 >= 0;
+                   },
+                   policy.stop_ids)
+               .value();
+  ASSERT_TRUE(r.reached_target) << "the check never reached 30% in 600 steps";
+  ASSERT_FALSE(r.checks.empty());
+  // It stopped at the first check that reached the target, every earlier one below it.
+  EXPECT_EQ(static_cast<int64_t>(r.losses.size()), r.checks.back().first);
+  EXPECT_LT(r.checks.back().first, c.steps);
+  EXPECT_GE(r.checks.back().second, c.stop_at_pass1);
+  for (size_t i = 0; i + 1 < r.checks.size(); ++i) {
+    EXPECT_EQ(r.checks[i].first, static_cast<int64_t>(20 * (i + 1)));
+    EXPECT_LT(r.checks[i].second, c.stop_at_pass1);
+  }
+  EXPECT_EQ(calls, static_cast<int64_t>(r.losses.size()));
+  EXPECT_EQ(checks_seen, static_cast<int64_t>(r.checks.size()));
+  // The model it returns is the one that passed the check: greedy accuracy on the same training
+  // problems, scored independently here, is the last check's.
+  std::vector<tasks::Problem> problems;
+  for (int64_t i = 0; i < c.check_problems; ++i)
+    problems.push_back(task->sample(rollout::mix_seed({c.seed, static_cast<uint64_t>(i), 0xC4EC})));
+  policy.model->eval();
+  const auto g = greedy_score(*policy.model, *policy.tokenizer, *task, problems, 4, policy.stop_ids).value();
+  EXPECT_DOUBLE_EQ(g.pass_at_1, r.checks.back().second);
+}
+
+TEST(Sft, UnreachedTargetRunsEveryStep) {
+  torch::manual_seed(0);
+  auto policy = testing::micro_policy(1);
+  auto task = one_digit_addition();
+  SftSection c;
+  c.steps = 30;
+  c.batch_size = 8;
+  c.stop_at_pass1 = 0.99;
+  c.check_every = 10;
+  c.check_problems = 16;
+  auto r = run_sft(*policy.model, *policy.tokenizer, *task, c, {}, policy.stop_ids).value();
+  EXPECT_FALSE(r.reached_target);
+  EXPECT_EQ(r.losses.size(), 30u);
+  ASSERT_EQ(r.checks.size(), 3u);
+  EXPECT_EQ(r.checks[2].first, 30);
 }
 
 TEST(Sft, TaskWithoutSolutionsIsAnErrorNamingTheProblem) {
