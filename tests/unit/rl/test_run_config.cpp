@@ -84,6 +84,8 @@ TEST(RunConfig, OutOfRangeValuesNameTheirKey) {
   EXPECT_NE(error_of("[grpo]\nclip_high = -0.1\n").find("[grpo] clip_high must be"), std::string::npos);
   EXPECT_NE(error_of("[grpo]\nlr = 0\n").find("[grpo] lr must be > 0"), std::string::npos);
   EXPECT_NE(error_of("[sft]\nlr = -1e-3\n").find("[sft] lr must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("[sft]\nstop_at_pass1 = 1.0\n").find("[sft] stop_at_pass1 must be in [0, 1)"), std::string::npos);
+  EXPECT_NE(error_of("[sft]\ncheck_every = 0\n").find("[sft] check_every must be >= 1"), std::string::npos);
   EXPECT_NE(error_of("[grpo]\nloss_normalization = \"tokens\"\n").find("[grpo] loss_normalization"), std::string::npos);
   EXPECT_NE(error_of("[model]\nthreads = 0\n").find("[model] threads"), std::string::npos);
   EXPECT_NE(error_of("[eval]\npass_k = 4\nn_samples = 2\n").find("[eval] n_samples"), std::string::npos);

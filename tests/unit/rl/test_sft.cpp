@@ -205,5 +205,24 @@ TEST(WarmStart, SecondRunReusesTheCachedFolder) {
   EXPECT_EQ(third.policy_spec, first.policy_spec);
 }
 
+TEST(WarmStart, StopRuleIsPartOfTheKeyOnlyWhenOn) {
+  RunConfig c;
+  c.model.init = "tiny";
+  c.sft.steps = 900;
+  const std::string off = warm_start_key(c);
+  // Off, its check settings do not matter: warm starts cached before the rule existed stay valid.
+  c.sft.check_every = 7;
+  c.sft.check_problems = 9;
+  EXPECT_EQ(warm_start_key(c), off);
+  c.sft.stop_at_pass1 = 0.35;
+  const std::string on = warm_start_key(c);
+  EXPECT_NE(on, off);
+  c.sft.check_every = 25;
+  EXPECT_NE(warm_start_key(c), on);
+  c.sft.stop_at_pass1 = 0.4;
+  c.sft.check_every = 7;
+  EXPECT_NE(warm_start_key(c), on);
+}
+
 }  // namespace
 }  // namespace meshrl::rl
