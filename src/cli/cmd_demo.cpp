@@ -6,6 +6,7 @@
 // line per version, then held-out pass@1 before/after and writes DIR/summary.json.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -72,13 +73,25 @@ std::string fmt(const char* f, double x) {
   return b;
 }
 
+constexpr double kLoraLrScale = 40;
+
 void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   apply_output_options(a.output, "demo");
   Terminal& term = Terminal::get();
   const double t0 = mesh::mono_seconds();
   if (a.rounds > 0) overrides.push_back("--mesh.rounds=" + std::to_string(a.rounds));
   if (!a.mode.empty()) overrides.push_back("--mesh.mode=" + a.mode);
-  if (a.lora_rank > 0) overrides.insert(overrides.begin(), "--lora.rank=" + std::to_string(a.lora_rank));
+  if (a.lora_rank > 0) {
+    // B-only adapters (A frozen) need a larger inner lr than full weights: 40x the run file's was the
+    // best measured, 10x reached 77% of the full-weight gain (BENCHMARKS.md, "LoRA across the mesh").
+    const bool lr_given = std::any_of(overrides.begin(), overrides.end(), [](const std::string& o) { return o.rfind("--grpo.lr", 0) == 0; });
+    if (!lr_given) {
+      const double lr = kLoraLrScale * mesh::load_mesh_run_config(a.config, overrides).value().run.grpo.lr;
+      overrides.insert(overrides.begin(), "--grpo.lr=" + fmt("%.6g", lr));
+      term.info("--lora: inner lr " + fmt("%.3g", lr) + " (" + fmt("%.0f", kLoraLrScale) + "x the run file's; --grpo.lr=X to choose)");
+    }
+    overrides.insert(overrides.begin(), "--lora.rank=" + std::to_string(a.lora_rank));
+  }
   const mesh::MeshRunConfig cfg = mesh::load_mesh_run_config(a.config, overrides).value();
   const net::Topology topo = net::load_topology(a.topology).value();
   const fs::path dir = a.run_dir.empty() ? default_run_dir() : a.run_dir;
@@ -320,7 +333,7 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--rounds", a->rounds, "versions to publish (default: the config's [mesh] rounds)");
   cmd->add_option("--mode", a->mode, "sync | async (default: the config's)");
   cmd->add_option("--http", a->http_port, "dashboard and /metrics port on 127.0.0.1 (default 0: any free port; -1: none)");
-  cmd->add_flag("--lora{8}", a->lora_rank, "rank-8 adapters instead of full weights (--lora=R for rank R); [lora] in configs/README.md");
+  cmd->add_flag("--lora{8}", a->lora_rank, "rank-8 adapters instead of full weights (--lora=R for rank R), at 40x the inner lr unless --grpo.lr is given; [lora] in configs/README.md");
   cmd->add_option("--timeout", a->timeout_s, "stop the nodes after this many seconds");
   add_output_options(cmd, a->output);
   cmd->allow_extras();
