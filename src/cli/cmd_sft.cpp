@@ -32,18 +32,8 @@ void run_sft_command(const SftArgs& a, const std::vector<std::string>& overrides
   bar.start();
   const auto r = rl::sft_to_folder(config, a.out, on_step).value();
   bar.finish();
-  const auto steps = static_cast<long long>(r.losses.size());
-  char line[512];
-  std::snprintf(line, sizeof line, "sft: loss %.4f -> %.4f in %lld steps (%.0f s, %lld solution tokens); wrote %s", r.first_loss,
-                r.final_loss, steps, r.seconds, static_cast<long long>(r.tokens), a.out.c_str());
-  Terminal::get().result(line);
-  if (config.sft.stop_at_pass1 > 0) {
-    const double last = r.checks.empty() ? 0.0 : r.checks.back().second;
-    std::snprintf(line, sizeof line, "sft: %s greedy accuracy %.1f%% on %lld training problems (target %.1f%%)",
-                  r.reached_target ? "stopped at" : "did not reach the target:", 100 * last,
-                  static_cast<long long>(config.sft.check_problems), 100 * config.sft.stop_at_pass1);
-    Terminal::get().result(line);
-  }
+  const auto steps = static_cast<int64_t>(r.losses.size());
+  Terminal::get().result("sft: " + rl::summarize(r) + " (" + std::to_string(r.tokens) + " solution tokens); wrote " + a.out);
   nlohmann::json j = {{"first_loss", r.first_loss}, {"final_loss", r.final_loss}, {"steps", steps},
                       {"seconds", r.seconds},       {"tokens", r.tokens},         {"out", a.out}};
   if (config.sft.stop_at_pass1 > 0) j["reached_target"] = r.reached_target;

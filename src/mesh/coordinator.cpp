@@ -170,7 +170,7 @@ Status Coordinator::load_common(const std::string& spec) {
 Status Coordinator::init_new(CoordinatorOptions& o) {
   config_ = o.config;
   MESHRL_ASSIGN_OR_RETURN(rl::WarmStart warm, rl::ensure_warm_start(config_.run, o.on_sft_step));
-  log(warm.trained ? "sft: trained warm start " + warm.policy_spec
+  log(warm.trained ? "sft: " + rl::summarize(warm.sft) + "; saved " + warm.policy_spec
                    : (warm.cached ? "sft: reusing cached warm start " + warm.policy_spec : "no warm start: " + warm.policy_spec));
   // Nodes build the architecture and tokenizer from a preset name where there is one (they then
   // download the warm-started weights, or with [lora] the frozen base once: base_weights.h); a

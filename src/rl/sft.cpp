@@ -69,6 +69,18 @@ std::string describe(const SftProgress& p) {
   return out;
 }
 
+std::string summarize(const SftResult& r) {
+  char s[192];
+  std::snprintf(s, sizeof s, "%zu steps, loss %.4f -> %.4f in %.0f s", r.losses.size(), r.first_loss, r.final_loss, r.seconds);
+  std::string out = s;
+  if (!r.checks.empty()) {
+    std::snprintf(s, sizeof s, "; %s %.1f%% greedy accuracy on training problems", r.reached_target ? "stopped at" : "target not reached:",
+                  100 * r.checks.back().second);
+    out += s;
+  }
+  return out;
+}
+
 namespace {
 
 // The stop check's problems: fixed training problems (never the held-out split) and a completion

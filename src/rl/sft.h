@@ -55,6 +55,9 @@ struct SftResult {
   int64_t tokens = 0;          // solution tokens trained on
 };
 
+// "1050 steps, loss 4.5086 -> 0.4875 in 143 s; stopped at 43.8% greedy accuracy on training problems".
+std::string summarize(const SftResult& r);
+
 // Runs config.steps AdamW steps on batches of config.batch_size problems; batch s draws problem b
 // with seed mix_seed(config.seed, s, b), so the run is reproducible. With config.stop_at_pass1 > 0
 // it greedy-decodes config.check_problems fixed training problems every check_every steps (stop_ids

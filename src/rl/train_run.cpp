@@ -44,9 +44,7 @@ Result<TrainRunSummary> run_training(const RunConfig& c, const fs::path& run_dir
 
   MESHRL_ASSIGN_OR_RETURN(WarmStart warm, ensure_warm_start(c, cb.on_sft_step));
   if (warm.trained)
-    log("sft: " + std::to_string(c.sft.steps) + " steps, loss " + std::to_string(warm.sft.first_loss) + " -> " +
-        std::to_string(warm.sft.final_loss) + " in " + std::to_string(static_cast<int>(warm.sft.seconds)) + " s; saved " +
-        warm.policy_spec);
+    log("sft: " + summarize(warm.sft) + "; saved " + warm.policy_spec);
   else if (warm.cached)
     log("sft: reusing cached warm start " + warm.policy_spec);
   MESHRL_ASSIGN_OR_RETURN(rollout::Policy policy, rollout::load_policy(warm.policy_spec, device, c.model.weight_seed));
@@ -124,8 +122,11 @@ Result<TrainRunSummary> run_training(const RunConfig& c, const fs::path& run_dir
       {"config", run_config_to_json(c)},
   };
   if (warm.trained)
-    sum.json["warm_start"]["sft"] = {{"first_loss", warm.sft.first_loss}, {"final_loss", warm.sft.final_loss},
-                                     {"seconds", warm.sft.seconds}};
+    sum.json["warm_start"]["sft"] = {{"steps", static_cast<int64_t>(warm.sft.losses.size())},
+                                     {"first_loss", warm.sft.first_loss},
+                                     {"final_loss", warm.sft.final_loss},
+                                     {"seconds", warm.sft.seconds},
+                                     {"reached_target", warm.sft.reached_target}};
   MESHRL_RETURN_IF_ERROR(write_file_atomic(run_dir / "summary.json", sum.json.dump(2) + "\n"));
   return sum;
 }
