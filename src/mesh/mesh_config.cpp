@@ -121,6 +121,7 @@ Result<MeshRunConfig> parse_mesh_run_config(const std::string& text, const std::
   std::vector<std::string> run_overrides;
   for (size_t i = 0; i < overrides.size(); ++i) {
     std::string a = overrides[i];
+    if (!rl::is_valid_utf8(a)) return invalid_argument("command line: an override is not valid UTF-8");
     if (a.rfind("--", 0) == 0) a = a.substr(2);
     if (a.rfind("mesh.", 0) != 0) {
       run_overrides.push_back(overrides[i]);

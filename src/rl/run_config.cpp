@@ -270,8 +270,11 @@ Status validate_run_config(const RunConfig& c, const std::string& source) {
 
 Status apply_overrides(RunConfig& c, const std::vector<std::string>& args, const std::string& source) {
   auto fields = fields_of(c);
+  // Every argument, values given as a separate argument included (fuzz_run_file found one that
+  // came back changed after a TOML round trip).
+  for (const std::string& a : args)
+    if (!is_valid_utf8(a)) return invalid_argument("command line: an override is not valid UTF-8");
   for (size_t i = 0; i < args.size(); ++i) {
-    if (!is_valid_utf8(args[i])) return invalid_argument("command line: an override is not valid UTF-8");
     std::string a = args[i];
     if (a.rfind("--", 0) == 0) a = a.substr(2);
     std::string key, value;

@@ -6,7 +6,8 @@
 // A config that parses must survive what the coordinator does with it: written back as TOML
 // (mesh_run_config_to_toml, the manifest's run_config_toml), it must parse again, to the same text.
 // Found so far: an override string of invalid UTF-8 came back changed (now refused;
-// corpus/fuzz_run_file/regression_override_not_utf8).
+// corpus/fuzz_run_file/regression_override_not_utf8); the same for a value given as the next
+// argument ("--task.jsonl.stop" "<bytes>", regression_override_value_not_utf8).
 //   CXX=clang++ CC=clang cmake -S . -B build-fuzz -G Ninja -DMESHRL_FUZZ=ON
 //   cmake --build build-fuzz --target fuzz_run_file
 //   build-fuzz/tests/fuzz/fuzz_run_file tests/fuzz/corpus/fuzz_run_file -max_total_time=60

@@ -93,6 +93,12 @@ TEST(RunConfig, OutOfRangeValuesNameTheirKey) {
             std::string::npos);
 }
 
+TEST(RunConfig, OverrideValueGivenApartMustBeUtf8) {
+  // "--task.jsonl.stop" then its value as the next argument: the value is checked too (fuzz_run_file).
+  EXPECT_EQ(error_of("", {"--task.jsonl.stop", std::string("a\xF3w\xB9")}), "command line: an override is not valid UTF-8");
+  EXPECT_TRUE(parse_run_config("", "run.toml", {"--task.jsonl.stop", "caf\xC3\xA9"}).is_ok());
+}
+
 TEST(RunConfig, UnknownKeysAndSectionsAreErrors) {
   EXPECT_EQ(error_of("[grpo]\ngroup_sise = 4\n"), "run.toml: [grpo] unknown key 'group_sise'; see configs/README.md");
   EXPECT_NE(error_of("[gpro]\nsteps = 4\n").find("unknown section [gpro]"), std::string::npos);
