@@ -81,10 +81,16 @@ std::string summarize(const SftResult& r) {
   return out;
 }
 
+std::vector<tasks::Problem> sft_check_problems(const tasks::Task& task, const SftSection& c) {
+  std::vector<tasks::Problem> problems;
+  for (int64_t i = 0; i < c.check_problems; ++i)
+    problems.push_back(task.sample(rollout::mix_seed({c.seed, static_cast<uint64_t>(i), 0xC4EC})));
+  return problems;
+}
+
 namespace {
 
-// The stop check's problems: fixed training problems (never the held-out split) and a completion
-// budget of their longest solution plus one token.
+// sft_check_problems and a completion budget of their longest solution plus one token.
 struct StopCheck {
   std::vector<tasks::Problem> problems;
   int64_t max_new_tokens = 1;
@@ -92,10 +98,10 @@ struct StopCheck {
 
 Result<StopCheck> make_stop_check(const tokenizer::Tokenizer& tok, const tasks::Task& task, const SftSection& c) {
   StopCheck s;
-  for (int64_t i = 0; i < c.check_problems; ++i) {
-    s.problems.push_back(task.sample(rollout::mix_seed({c.seed, static_cast<uint64_t>(i), 0xC4EC})));
-    const auto sol = task.solution(s.problems.back());
-    if (!sol) return invalid_argument("[sft] task " + task.name() + " has no solution for problem " + s.problems.back().id);
+  s.problems = sft_check_problems(task, c);
+  for (const tasks::Problem& p : s.problems) {
+    const auto sol = task.solution(p);
+    if (!sol) return invalid_argument("[sft] task " + task.name() + " has no solution for problem " + p.id);
     MESHRL_ASSIGN_OR_RETURN(auto ids, rollout::encode_ids(tok, *sol));
     s.max_new_tokens = std::max<int64_t>(s.max_new_tokens, static_cast<int64_t>(ids.size()) + 1);
   }

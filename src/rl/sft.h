@@ -55,6 +55,10 @@ struct SftResult {
   int64_t tokens = 0;          // solution tokens trained on
 };
 
+// The stop check's problems: config.check_problems fixed training problems (never the held-out
+// split), the same for every run with this config.seed.
+std::vector<tasks::Problem> sft_check_problems(const tasks::Task& task, const SftSection& config);
+
 // "1050 steps, loss 4.5086 -> 0.4875 in 143 s; stopped at 43.8% greedy accuracy on training problems".
 std::string summarize(const SftResult& r);
 

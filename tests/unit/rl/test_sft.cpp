@@ -11,7 +11,6 @@
 #include "rl/sft.h"
 #include "rl/warm_start.h"
 #include "rollout/policy.h"
-#include "rollout/sampler.h"
 #include "tasks/task.h"
 
 namespace meshrl::rl {
@@ -103,11 +102,8 @@ TEST(Sft, StopsOnceTrainingAccuracyReachesTheTarget) {
   EXPECT_EQ(checks_seen, static_cast<int64_t>(r.checks.size()));
   // The model it returns is the one that passed the check: greedy accuracy on the same training
   // problems, scored independently here, is the last check's.
-  std::vector<tasks::Problem> problems;
-  for (int64_t i = 0; i < c.check_problems; ++i)
-    problems.push_back(task->sample(rollout::mix_seed({c.seed, static_cast<uint64_t>(i), 0xC4EC})));
   policy.model->eval();
-  const auto g = greedy_score(*policy.model, *policy.tokenizer, *task, problems, 4, policy.stop_ids).value();
+  const auto g = greedy_score(*policy.model, *policy.tokenizer, *task, sft_check_problems(*task, c), 4, policy.stop_ids).value();
   EXPECT_DOUBLE_EQ(g.pass_at_1, r.checks.back().second);
 }
 
