@@ -75,7 +75,7 @@ void run_aggregate_bench(const BenchOptions& options) {
   }
   const int64_t n_params = theta.numel();
   auto codec_id = mesh::codec_from_name(options.codec);
-  if (!codec_id) throw std::runtime_error("[bench aggregate] unknown codec '" + options.codec + "' (fp32, int8, int4)");
+  if (!codec_id) throw std::runtime_error("[bench aggregate] unknown codec '" + options.codec + "' (fp32, int8, int4, int2)");
   mesh::CodecConfig cfg;
   cfg.id = *codec_id;
   auto codec = mesh::make_codec(cfg).value();

@@ -1,5 +1,5 @@
 // `meshrl bench compress --model tiny|small`: BENCH.md's compress workload. One pseudo-gradient of
-// the preset's size, encoded and decoded by every codec (fp32 / int8 / int4, without and with
+// the preset's size, encoded and decoded by every codec (fp32 / int8 / int4 / int2, without and with
 // zstd); per codec one JSON line: encode and decode MB/s of fp32 input, bytes on the wire, ratio
 // to raw fp32, and relative error ||decoded - x|| / ||x||.
 //
@@ -70,7 +70,8 @@ void run_compress_bench(const BenchOptions& options) {
     int zstd_level;
   };
   const Variant variants[] = {{mesh::CodecId::kFp32, 0}, {mesh::CodecId::kFp32, 3}, {mesh::CodecId::kInt8, 0},
-                              {mesh::CodecId::kInt8, 3}, {mesh::CodecId::kInt4, 0}, {mesh::CodecId::kInt4, 3}};
+                              {mesh::CodecId::kInt8, 3}, {mesh::CodecId::kInt4, 0}, {mesh::CodecId::kInt4, 3},
+                              {mesh::CodecId::kInt2, 0}, {mesh::CodecId::kInt2, 3}};
   for (const auto& v : variants) {
     mesh::CodecConfig cfg;
     cfg.id = v.id;

@@ -19,7 +19,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", opts->seed, "seed for weights and prompts")->capture_default_str();
   cmd->add_flag("--profile", opts->profile, "also print the median time of each phase (train, aggregate)");
   cmd->add_option("--nodes", opts->nodes, "aggregate: updates merged per round")->capture_default_str()->check(CLI::Range(1, 100000));
-  cmd->add_option("--codec", opts->codec, "aggregate: update codec")->capture_default_str()->check(CLI::IsMember({"fp32", "int8", "int4"}));
+  cmd->add_option("--codec", opts->codec, "aggregate: update codec")->capture_default_str()->check(CLI::IsMember({"fp32", "int8", "int4", "int2"}));
   cmd->callback([opts, workload] {
     if (*workload == "gemm") bench::run_gemm_bench(*opts);
     if (*workload == "rollout") bench::run_rollout_bench(*opts);

@@ -1,5 +1,5 @@
 // `meshrl plan --model DIR|config.json|tiny [--lora-rank R] [--lora-alpha A] [--lora-targets q_proj,v_proj]
-//  [--codec int8|int4|fp32|bf16] [--block-size 64] [--topology configs/four-cities.toml]
+//  [--codec int8|int4|int2|fp32|bf16] [--block-size 64] [--topology configs/four-cities.toml]
 //  [--step-seconds S] [--json]`
 // What a round costs on each city's link: parameters trained and exchanged, bytes up and down,
 // seconds on the wire and inner steps that hide them, full weights and adapter side by side.
@@ -59,8 +59,8 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--lora-alpha", a->lora_alpha, "adapter alpha (default 2 r)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--lora-targets", a->lora_targets, "target modules (default all: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj)")
       ->delimiter(',');
-  cmd->add_option("--codec", a->codec, "int8 | int4 | fp32 | bf16 (bf16: reference only, not a mesh codec)")->capture_default_str();
-  cmd->add_option("--block-size", a->block_size, "int8 / int4 values per scale")->capture_default_str()
+  cmd->add_option("--codec", a->codec, "int8 | int4 | int2 | fp32 | bf16 (bf16: reference only, not a mesh codec)")->capture_default_str();
+  cmd->add_option("--block-size", a->block_size, "int8 / int4 / int2 values per scale")->capture_default_str()
       ->check(CLI::Range(uint32_t{1}, uint32_t{65536}));
   cmd->add_option("--topology", a->topology, "cities and links")->capture_default_str();
   cmd->add_option("--step-seconds", a->step_seconds, "seconds of one inner step (rollouts + update)")->capture_default_str()

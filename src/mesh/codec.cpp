@@ -20,7 +20,7 @@ Result<NamedTensors> decode_parsed(const ParsedUpdate& parsed, std::string_view 
   return out;
 }
 
-// One implementation serves fp32, int8 and int4: they differ only in the codec id the wire
+// One implementation serves fp32, int8, int4 and int2: they differ only in the codec id the wire
 // format is written with. The interface is there for codecs that differ more (top-k, low rank).
 class WireCodec final : public UpdateCodec {
  public:

@@ -68,7 +68,8 @@ Status validate_mesh_section(const MeshSection& m, const std::string& s) {
   if (m.max_staleness < 0 || m.max_staleness > 1000) return bad("max_staleness", "in [0, 1000]", std::to_string(m.max_staleness));
   if (!(m.outer_lr > 0 && m.outer_lr <= 10)) return bad("outer_lr", "in (0, 10]", rl::format_double(m.outer_lr));
   if (!(m.outer_momentum >= 0 && m.outer_momentum < 1)) return bad("outer_momentum", "in [0, 1)", rl::format_double(m.outer_momentum));
-  if (m.codec != "int8" && m.codec != "int4" && m.codec != "fp32") return bad("codec", "int8, int4 or fp32", "\"" + m.codec + "\"");
+  if (m.codec != "int8" && m.codec != "int4" && m.codec != "int2" && m.codec != "fp32")
+    return bad("codec", "int8, int4, int2 or fp32", "\"" + m.codec + "\"");
   if (m.block_size < 1 || m.block_size > 65536) return bad("block_size", "in [1, 65536]", std::to_string(m.block_size));
   if (m.zstd_level < 0 || m.zstd_level > 19) return bad("zstd_level", "in [0, 19]", std::to_string(m.zstd_level));
   if (!(m.lease_s > 0)) return bad("lease_s", "> 0", rl::format_double(m.lease_s));

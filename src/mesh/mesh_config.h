@@ -28,7 +28,7 @@ struct MeshSection {
   double outer_lr = 0.7;            // outer Nesterov SGD (DiLoCo defaults)
   double outer_momentum = 0.9;
   bool outer_nesterov = true;
-  std::string codec = "int8";       // pseudo-gradients and broadcasts: int8 | int4 | fp32
+  std::string codec = "int8";       // pseudo-gradients and broadcasts: int8 | int4 | int2 | fp32
   int64_t block_size = 256;         // values per quantisation scale
   int64_t zstd_level = 3;           // 0 = no zstd
   double lease_s = 30;              // a node silent this long is dropped, > 0

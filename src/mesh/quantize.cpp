@@ -116,4 +116,22 @@ void unpack_int4(std::span<const uint8_t> packed, std::span<int8_t> codes) {
   if (n % 2 != 0) codes[n - 1] = nibble(packed[n / 2] & 0x0F);
 }
 
+void pack_int2(std::span<const int8_t> codes, std::span<uint8_t> packed) {
+  const size_t n = codes.size();
+  MESHRL_CHECK(packed.size() == (n + 3) / 4, "[pack_int2] packed must be [" << (n + 3) / 4 << "], got [" << packed.size() << "]");
+  std::fill(packed.begin(), packed.end(), uint8_t{0});
+  for (size_t i = 0; i < n; ++i)
+    packed[i / 4] = static_cast<uint8_t>(packed[i / 4] | ((static_cast<uint8_t>(codes[i]) & 0x03) << (2 * (i % 4))));
+}
+
+void unpack_int2(std::span<const uint8_t> packed, std::span<int8_t> codes) {
+  const size_t n = codes.size();
+  MESHRL_CHECK(packed.size() == (n + 3) / 4, "[unpack_int2] packed must be [" << (n + 3) / 4 << "], got [" << packed.size() << "]");
+  // Sign-extend two bits: shift them to the top of an int8, then arithmetic-shift back.
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned v = (packed[i / 4] >> (2 * (i % 4))) & 0x03;
+    codes[i] = static_cast<int8_t>(static_cast<int8_t>(v << 6) >> 6);
+  }
+}
+
 }  // namespace meshrl::mesh

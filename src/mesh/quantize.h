@@ -5,7 +5,7 @@
 // The vector (a flattened tensor, P values) is cut into blocks of `block_size` consecutive values;
 // the last block may be shorter. Each block b gets one scale and every value one integer code:
 //   scale_b = absmax_b / L, rounded UP to the next float32 so that |x| / scale_b <= L exactly
-//   code_i  = round(x_i / scale_b)                       in -L..L   (L = 127 for int8, 7 for int4)
+//   code_i  = round(x_i / scale_b)                       in -L..L   (L = 127 for int8, 7 for int4, 1 for int2)
 //   deq_i   = code_i * scale_b                           (one float32 multiply)
 // An all-zero block has scale 0 and codes 0 (decoded exactly).
 //
@@ -39,6 +39,8 @@ namespace meshrl::mesh {
 
 inline constexpr int kInt8MaxLevel = 127;
 inline constexpr int kInt4MaxLevel = 7;
+// int2 is ternary: codes -1, 0, 1 (2-bit two's complement; -2 unused, as int4 leaves -8 unused).
+inline constexpr int kInt2MaxLevel = 1;
 inline constexpr size_t kDefaultBlockSize = 64;
 
 struct QuantizeConfig {
@@ -70,5 +72,12 @@ void dequantize_blockwise(std::span<const float> scales, std::span<const int8_t>
 void pack_int4(std::span<const int8_t> codes, std::span<uint8_t> packed);
 // packed [ceil(P / 2)] -> codes [P] in -8..7 (range checks are the caller's: the wire format).
 void unpack_int4(std::span<const uint8_t> packed, std::span<int8_t> codes);
+
+// 2-bit packing, four codes per byte: element 4k + j in bits 2j..2j+1, each as 2-bit two's
+// complement. A count not divisible by 4 leaves the last byte's unused high bits 0.
+// codes [P] in -2..1 -> packed [ceil(P / 4)].
+void pack_int2(std::span<const int8_t> codes, std::span<uint8_t> packed);
+// packed [ceil(P / 4)] -> codes [P] in -2..1 (range and padding checks are the caller's).
+void unpack_int2(std::span<const uint8_t> packed, std::span<int8_t> codes);
 
 }  // namespace meshrl::mesh

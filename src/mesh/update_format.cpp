@@ -23,7 +23,9 @@ namespace {
 bool mul_ok(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
 bool add_ok(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow(a, b, out); }
 
-int max_level(CodecId codec) { return codec == CodecId::kInt4 ? kInt4MaxLevel : kInt8MaxLevel; }
+int max_level(CodecId codec) {
+  return codec == CodecId::kInt4 ? kInt4MaxLevel : codec == CodecId::kInt2 ? kInt2MaxLevel : kInt8MaxLevel;
+}
 
 // Raw payload size for (codec, numel, block size); false on overflow.
 bool raw_payload_bytes(CodecId codec, uint64_t numel, uint32_t block_size, uint64_t* out) {
@@ -31,7 +33,9 @@ bool raw_payload_bytes(CodecId codec, uint64_t numel, uint32_t block_size, uint6
   const uint64_t n_blocks = numel / block_size + (numel % block_size != 0 ? 1 : 0);
   uint64_t scale_bytes = 0;
   if (!mul_ok(n_blocks, 4, &scale_bytes)) return false;
-  const uint64_t code_bytes = codec == CodecId::kInt8 ? numel : numel / 2 + numel % 2;
+  const uint64_t code_bytes = codec == CodecId::kInt8   ? numel
+                              : codec == CodecId::kInt4 ? numel / 2 + numel % 2
+                                                        : numel / 4 + (numel % 4 != 0 ? 1 : 0);
   return add_ok(scale_bytes, code_bytes, out);
 }
 
@@ -97,6 +101,7 @@ std::string_view codec_name(CodecId id) {
     case CodecId::kFp32: return "fp32";
     case CodecId::kInt8: return "int8";
     case CodecId::kInt4: return "int4";
+    case CodecId::kInt2: return "int2";
   }
   return "unknown";
 }
@@ -105,6 +110,7 @@ std::optional<CodecId> codec_from_name(std::string_view name) {
   if (name == "fp32") return CodecId::kFp32;
   if (name == "int8") return CodecId::kInt8;
   if (name == "int4") return CodecId::kInt4;
+  if (name == "int2") return CodecId::kInt2;
   return std::nullopt;
 }
 
@@ -112,7 +118,7 @@ std::optional<CodecId> codec_from_name(std::string_view name) {
 
 Result<std::string> write_update(std::span<const UpdateTensorView> tensors, const UpdateEncodeOptions& options) {
   const CodecId codec = options.codec;
-  if (codec != CodecId::kFp32 && codec != CodecId::kInt8 && codec != CodecId::kInt4)
+  if (codec != CodecId::kFp32 && codec != CodecId::kInt8 && codec != CodecId::kInt4 && codec != CodecId::kInt2)
     return invalid_argument("[update] encode: unknown codec id " + std::to_string(static_cast<int>(codec)));
   if (codec != CodecId::kFp32 && (options.block_size < 1 || options.block_size > kMaxUpdateBlockSize))
     return invalid_argument("[update] encode: block_size must be in 1.." + std::to_string(kMaxUpdateBlockSize) +
@@ -158,9 +164,13 @@ Result<std::string> write_update(std::span<const UpdateTensorView> tensors, cons
       raw.assign(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));
       if (codec == CodecId::kInt8) {
         raw.append(reinterpret_cast<const char*>(codes.data()), codes.size());
-      } else {
+      } else if (codec == CodecId::kInt4) {
         std::vector<uint8_t> packed((numel + 1) / 2);
         pack_int4(codes, packed);
+        raw.append(reinterpret_cast<const char*>(packed.data()), packed.size());
+      } else {
+        std::vector<uint8_t> packed((numel + 3) / 4);
+        pack_int2(codes, packed);
         raw.append(reinterpret_cast<const char*>(packed.data()), packed.size());
       }
     }
@@ -228,7 +238,7 @@ Result<ParsedUpdate> parse_update(std::string_view bytes, const UpdateDecodeLimi
   uint32_t n_tensors = 0;
   if (!r.read(&codec) || !r.read(&compression) || !r.read(&n_tensors))
     return data_loss(src + ": header: truncated (need " + std::to_string(kUpdateHeaderBytes) + " bytes)");
-  if (codec < 1 || codec > 3) return invalid_argument(src + ": codec: unknown codec id " + std::to_string(codec));
+  if (codec < 1 || codec > 4) return invalid_argument(src + ": codec: unknown codec id " + std::to_string(codec));
   u.codec = static_cast<CodecId>(codec);
   if (compression > 1) return invalid_argument(src + ": compression: unknown id " + std::to_string(compression));
   u.compression = static_cast<Compression>(compression);
@@ -368,12 +378,19 @@ Status decode_update_tensor(const ParsedUpdate& update, size_t index, std::span<
   std::span<const int8_t> codes;
   if (update.codec == CodecId::kInt8) {
     codes = std::span<const int8_t>(reinterpret_cast<const int8_t*>(code_bytes), rec.numel);
-  } else {
+  } else if (update.codec == CodecId::kInt4) {
     const size_t packed_bytes = rec.numel / 2 + rec.numel % 2;
     if (rec.numel % 2 != 0 && (code_bytes[packed_bytes - 1] >> 4) != 0)
       return data_loss(at + ": codes: padding nibble of an odd-length int4 payload must be 0");
     unpacked.resize(rec.numel);
     unpack_int4(std::span<const uint8_t>(code_bytes, packed_bytes), unpacked);
+    codes = unpacked;
+  } else {
+    const size_t packed_bytes = rec.numel / 4 + (rec.numel % 4 != 0 ? 1 : 0);
+    if (rec.numel % 4 != 0 && (code_bytes[packed_bytes - 1] >> (2 * (rec.numel % 4))) != 0)
+      return data_loss(at + ": codes: padding bits of an int2 payload whose length is not a multiple of 4 must be 0");
+    unpacked.resize(rec.numel);
+    unpack_int2(std::span<const uint8_t>(code_bytes, packed_bytes), unpacked);
     codes = unpacked;
   }
   for (size_t i = 0; i < codes.size(); ++i)

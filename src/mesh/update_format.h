@@ -6,20 +6,21 @@
 // Layout, version 1, little-endian:
 //   "MRLU"            4 bytes magic
 //   format_version    u16   (kUpdateFormatVersion; anything else is refused)
-//   codec             u8    CodecId: 1 fp32, 2 int8, 3 int4
+//   codec             u8    CodecId: 1 fp32, 2 int8, 3 int4, 4 int2
 //   compression       u8    0 none, 1 zstd (one frame per tensor payload)
 //   n_tensors         u32
 //   n_tensors records:
 //     name_len u16, name bytes   (1..kMaxUpdateNameBytes, unique within the update)
 //     rank u8, rank x i64 dims   (rank <= kMaxUpdateRank, dims >= 0)
 //     numel u64                  (== product of dims, checked)
-//     block_size u32             (0 for fp32; 1..kMaxUpdateBlockSize for int8 / int4)
+//     block_size u32             (0 for fp32; 1..kMaxUpdateBlockSize for int8 / int4 / int2)
 //     stored_bytes u64           (payload bytes as stored: the zstd frame, or the raw payload)
 //   payloads, in record order, back to back; the buffer ends exactly after the last.
 // A payload before compression (its "raw size", fixed by codec, numel and block size):
 //   fp32: numel x f32
 //   int8: n_blocks x f32 scales, then numel x i8 codes in -127..127
 //   int4: n_blocks x f32 scales, then ceil(numel / 2) bytes of packed codes in -7..7 (quantize.h)
+//   int2: n_blocks x f32 scales, then ceil(numel / 4) bytes of packed codes in -1..1 (ternary)
 // A zstd payload is exactly one frame that declares its content size, equal to the raw size.
 //
 // parse_update checks everything that can be checked without decompressing: magic, version,
@@ -42,7 +43,7 @@
 
 namespace meshrl::mesh {
 
-enum class CodecId : uint8_t { kFp32 = 1, kInt8 = 2, kInt4 = 3 };
+enum class CodecId : uint8_t { kFp32 = 1, kInt8 = 2, kInt4 = 3, kInt2 = 4 };
 enum class Compression : uint8_t { kNone = 0, kZstd = 1 };
 
 inline constexpr char kUpdateMagic[4] = {'M', 'R', 'L', 'U'};
@@ -52,7 +53,7 @@ inline constexpr size_t kMaxUpdateNameBytes = 1024;
 inline constexpr size_t kMaxUpdateRank = 8;
 inline constexpr uint32_t kMaxUpdateBlockSize = 1u << 16;
 
-std::string_view codec_name(CodecId id);                      // "fp32", "int8", "int4"
+std::string_view codec_name(CodecId id);                      // "fp32", "int8", "int4", "int2"
 std::optional<CodecId> codec_from_name(std::string_view name);
 
 // One float32 tensor to encode; the spans must outlive write_update.

@@ -19,6 +19,7 @@ uint64_t update_bytes(const std::vector<model::ParamSpec>& specs, PlanCodec code
       case PlanCodec::kBf16: bytes += numel * 2; break;
       case PlanCodec::kInt8: bytes += mesh::update_raw_payload_bytes(mesh::CodecId::kInt8, numel, block_size); break;
       case PlanCodec::kInt4: bytes += mesh::update_raw_payload_bytes(mesh::CodecId::kInt4, numel, block_size); break;
+      case PlanCodec::kInt2: bytes += mesh::update_raw_payload_bytes(mesh::CodecId::kInt2, numel, block_size); break;
     }
   }
   return bytes;
@@ -63,6 +64,7 @@ Result<PlanCodec> plan_codec_from_name(const std::string& name) {
   if (name == "bf16") return PlanCodec::kBf16;
   if (name == "int8") return PlanCodec::kInt8;
   if (name == "int4") return PlanCodec::kInt4;
+  if (name == "int2") return PlanCodec::kInt2;
   return invalid_argument("[plan] --codec: unknown codec '" + name + "'; one of fp32, bf16, int8, int4");
 }
 
@@ -72,6 +74,7 @@ std::string plan_codec_name(PlanCodec codec) {
     case PlanCodec::kBf16: return "bf16";
     case PlanCodec::kInt8: return "int8";
     case PlanCodec::kInt4: return "int4";
+    case PlanCodec::kInt2: return "int2";
   }
   return "?";
 }
@@ -94,7 +97,7 @@ ParamBreakdown count_params(const model::ModelConfig& config) {
 Result<Plan> make_plan(const PlanInputs& in) {
   if (!(in.step_seconds > 0) || !std::isfinite(in.step_seconds))
     return invalid_argument("[plan] --step-seconds must be a finite number > 0, got " + std::to_string(in.step_seconds));
-  if ((in.codec == PlanCodec::kInt8 || in.codec == PlanCodec::kInt4) &&
+  if ((in.codec == PlanCodec::kInt8 || in.codec == PlanCodec::kInt4 || in.codec == PlanCodec::kInt2) &&
       (in.block_size < 1 || in.block_size > mesh::kMaxUpdateBlockSize))
     return invalid_argument("[plan] block size must be 1.." + std::to_string(mesh::kMaxUpdateBlockSize));
   if (in.topology.cities.empty() || !in.topology.has_city(in.topology.coordinator))

@@ -31,8 +31,8 @@
 
 namespace meshrl::plan {
 
-enum class PlanCodec { kFp32, kBf16, kInt8, kInt4 };
-Result<PlanCodec> plan_codec_from_name(const std::string& name);  // fp32 | bf16 | int8 | int4
+enum class PlanCodec { kFp32, kBf16, kInt8, kInt4, kInt2 };
+Result<PlanCodec> plan_codec_from_name(const std::string& name);  // fp32 | bf16 | int8 | int4 | int2
 std::string plan_codec_name(PlanCodec codec);
 
 struct PlanInputs {

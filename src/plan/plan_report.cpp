@@ -73,7 +73,7 @@ std::string plan_table(const PlanModel& m, const PlanInputs& in, const Plan& pla
     << ", attention " << with_commas(plan.params.attention) << ", mlp " << with_commas(plan.params.mlp) << ", norms "
     << with_commas(plan.params.norms) << "\n";
   o << "codec " << plan_codec_name(in.codec);
-  if (in.codec == PlanCodec::kInt8 || in.codec == PlanCodec::kInt4) o << " (block " << in.block_size << ")";
+  if (in.codec == PlanCodec::kInt8 || in.codec == PlanCodec::kInt4 || in.codec == PlanCodec::kInt2) o << " (block " << in.block_size << ")";
   o << ", sizes before zstd; coordinator in " << in.topology.coordinator << "; inner step " << fixed(in.step_seconds, 1)
     << " s\n";
   for (const auto& n : m.notes) o << "note: " << n << "\n";

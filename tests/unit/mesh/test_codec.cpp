@@ -35,13 +35,13 @@ TEST(Codec, Fp32IsExactWithAndWithoutZstd) {
 
 TEST(Codec, QuantizedRoundTripWithinTheBoundPerElement) {
   auto set = sample_set(2);
-  for (auto id : {CodecId::kInt8, CodecId::kInt4})
+  for (auto id : {CodecId::kInt8, CodecId::kInt4, CodecId::kInt2})
     for (uint32_t block : {64u, 5u})
       for (int level : {0, 3}) {
         auto codec = make_codec({id, block, level, false}).value();
         auto back = codec->decode(codec->encode(set).value(), kLimits).value();
         ASSERT_EQ(back.names, set.names);
-        const int L = id == CodecId::kInt8 ? kInt8MaxLevel : kInt4MaxLevel;
+        const int L = id == CodecId::kInt8 ? kInt8MaxLevel : id == CodecId::kInt4 ? kInt4MaxLevel : kInt2MaxLevel;
         for (size_t i = 0; i < set.size(); ++i) {
           auto x = set.tensors[i].contiguous().flatten().to(torch::kFloat64);
           auto d = back.tensors[i].flatten().to(torch::kFloat64);
@@ -69,6 +69,10 @@ TEST(Codec, SmallerOnTheWireInTheExpectedOrder) {
   EXPECT_LT(size(CodecId::kFp32, 0), n * 4 + 100);
   EXPECT_LT(size(CodecId::kInt8, 0), n * 1.07);            // 8 + 0.5 bits per value
   EXPECT_LT(size(CodecId::kInt4, 0), n * 0.57);            // 4 + 0.5 bits per value
+  EXPECT_LT(size(CodecId::kInt2, 0), n * 0.32);            // 2 + 0.5 bits per value
+  // Ternary codes are mostly 0 (|x| under half the block's absmax): zstd takes them to about
+  // 1 bit per value of codes, plus the scales.
+  EXPECT_LT(size(CodecId::kInt2, 3), n * 0.22);
   EXPECT_LT(size(CodecId::kInt8, 3), size(CodecId::kInt8, 0));  // zstd finds the Gaussian's entropy
 }
 

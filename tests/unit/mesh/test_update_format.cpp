@@ -79,13 +79,13 @@ std::string valid_update(CodecId codec, int zstd_level) {
 }
 
 TEST(UpdateFormat, ValidBuffersOfEveryCodecDecode) {
-  for (auto codec : {CodecId::kFp32, CodecId::kInt8, CodecId::kInt4})
+  for (auto codec : {CodecId::kFp32, CodecId::kInt8, CodecId::kInt4, CodecId::kInt2})
     for (int level : {0, 3}) EXPECT_EQ(decode_error(valid_update(codec, level)), "") << codec_name(codec) << level;
   EXPECT_EQ(decode_error(header(2, 1, 0)), "") << "an empty update is valid";
 }
 
 TEST(UpdateFormat, EveryTruncationIsAnError) {
-  for (auto codec : {CodecId::kFp32, CodecId::kInt8, CodecId::kInt4})
+  for (auto codec : {CodecId::kFp32, CodecId::kInt8, CodecId::kInt4, CodecId::kInt2})
     for (int level : {0, 3}) {
       const std::string full = valid_update(codec, level);
       for (size_t n = 0; n < full.size(); ++n)
@@ -99,6 +99,7 @@ TEST(UpdateFormat, HeaderFields) {
   EXPECT_ERROR_HAS(header(2, 0, 0, 2), "format_version");
   EXPECT_ERROR_HAS(header(2, 0, 0, 0), "format_version");
   EXPECT_ERROR_HAS(header(0, 0, 0), "codec");
+  EXPECT_ERROR_HAS(header(5, 0, 0), "codec");  // 1..4 are fp32, int8, int4, int2
   EXPECT_ERROR_HAS(header(9, 0, 0), "codec");
   EXPECT_ERROR_HAS(header(2, 7, 0), "compression");
   EXPECT_ERROR_HAS(header(2, 0, 65), "n_tensors");  // over the caller's 64
@@ -204,6 +205,13 @@ TEST(UpdateFormat, CodesMustBeInRange) {
   // Odd length: the last byte's high nibble is padding and must be 0.
   EXPECT_EQ(decode_error(quantized(3, 5, 4, {1, 1}, std::string("\x11\x11\x01", 3))), "");
   EXPECT_ERROR_HAS(quantized(3, 5, 4, {1, 1}, std::string("\x11\x11\x11", 3)), "padding nibble");
+  // int2: four 2-bit codes per byte, -1..1; 0b10 (-2) is out of range.
+  EXPECT_EQ(decode_error(quantized(4, 8, 4, {1, 1}, std::string("\x55\x55", 2))), "");  // all +1
+  EXPECT_EQ(decode_error(quantized(4, 8, 4, {1, 1}, std::string("\xFF\x00", 2))), "");  // -1 x 4, 0 x 4
+  EXPECT_ERROR_HAS(quantized(4, 8, 4, {1, 1}, std::string("\x55\x65", 2)), "codes: value 6 is -2");
+  // 6 values: the last byte's bits 4..7 are padding and must be 0.
+  EXPECT_EQ(decode_error(quantized(4, 6, 4, {1, 1}, std::string("\x55\x05", 2))), "");
+  EXPECT_ERROR_HAS(quantized(4, 6, 4, {1, 1}, std::string("\x55\x15", 2)), "padding bits");
 }
 
 TEST(UpdateFormat, Fp32ValuesMustBeFinite) {
