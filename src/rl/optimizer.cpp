@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
+#include <string>
+#include <type_traits>
 
 #include "core/check.h"
 
@@ -73,8 +76,20 @@ OptimizerStepInfo Optimizer::step() {
 }
 
 namespace {
-// libtorch keys an optimizer's per-parameter state by the address of the parameter's TensorImpl.
-std::string state_key(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+// libtorch keys an optimizer's per-parameter state by the address of the parameter's TensorImpl:
+// 1.13 as the text c10::guts::to_string makes of it (ostream << pointer), recent 2.x releases as
+// the pointer itself (c10::guts::to_string is gone there). The state map's key type says which.
+template <class StateMap>
+typename StateMap::key_type state_key(const StateMap&, const torch::Tensor& p) {
+  using Key = typename StateMap::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream s;
+    s << static_cast<const void*>(p.unsafeGetTensorImpl());
+    return s.str();
+  } else {
+    return static_cast<Key>(p.unsafeGetTensorImpl());
+  }
+}
 }  // namespace
 
 OptimizerState Optimizer::state() const {
@@ -82,7 +97,7 @@ OptimizerState Optimizer::state() const {
   out.step = step_;
   const auto& st = adam_->state();
   for (const auto& p : params_) {
-    auto it = st.find(state_key(p));
+    auto it = st.find(state_key(st, p));
     if (it == st.end()) {
       out.params.emplace_back(std::nullopt);
       continue;
@@ -110,14 +125,14 @@ Status Optimizer::set_state(const OptimizerState& state) {
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& m = state.params[i];
     if (!m) {
-      st.erase(state_key(params_[i]));
+      st.erase(state_key(st, params_[i]));
       continue;
     }
     auto s = std::make_unique<torch::optim::AdamWParamState>();
     s->step(m->step);
     s->exp_avg(m->exp_avg.detach().clone().to(params_[i].device()));
     s->exp_avg_sq(m->exp_avg_sq.detach().clone().to(params_[i].device()));
-    st[state_key(params_[i])] = std::move(s);
+    st[state_key(st, params_[i])] = std::move(s);
   }
   step_ = state.step;
   return Status::ok();
