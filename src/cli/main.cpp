@@ -4,11 +4,13 @@
 
 #include "cli/blas_kernels.h"
 #include "cli/commands.h"
+#include "cli/malloc_tuning.h"
 #include "cli/terminal.h"
 #include "core/status.h"
 
 int main(int argc, char** argv) {
   meshrl::cli::reexec_with_better_blas_kernels(argv);
+  meshrl::cli::tune_malloc_for_training();
   CLI::App app{"meshrl: reinforcement-learning post-training on a mesh of ordinary machines"};
   app.require_subcommand(1);
   meshrl::cli::add_generate_command(app);
