@@ -13,8 +13,10 @@ namespace meshrl::model {
 namespace {
 
 // On x86-64 with GCC, compile AVX2 and baseline versions and pick at load time: the binary stays
-// portable while machines with AVX2 get 8-wide loops.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// portable while machines with AVX2 get 8-wide loops. Not under ThreadSanitizer: the clones' ifunc
+// resolver runs while the dynamic loader relocates, before TSan's runtime is up, and its
+// instrumentation crashed every binary of the TSan build at start.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define MESHRL_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define MESHRL_SIMD_CLONES
