@@ -104,58 +104,10 @@ struct RmsNormFunction : torch::autograd::Function<RmsNormFunction> {
   }
 };
 
-bool cpu_f32_contiguous(const torch::Tensor& t) {
-  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous();
-}
-
-// silu(g) * u with d/dg = u * s * (1 + g * (1 - s)) (s = sigmoid(g)) and d/du = silu(g). Saves
-// gate_up itself, which autograd's chain would also keep alive (its halves are views of it).
-struct SiluMulFunction : torch::autograd::Function<SiluMulFunction> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gate_up) {
-    ctx->save_for_backward({gate_up});
-    if (cpu_f32_contiguous(gate_up)) return silu_mul_cpu(gate_up);
-    auto halves = gate_up.chunk(2, -1);
-    return torch::silu(halves[0]) * halves[1];
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const auto gate_up = ctx->get_saved_variables()[0];
-    const auto grad = grads[0].contiguous();
-    if (!cpu_f32_contiguous(gate_up)) {
-      auto halves = gate_up.chunk(2, -1);
-      auto s = torch::sigmoid(halves[0]);
-      auto d_gate = grad * halves[1] * s * (1 + halves[0] * (1 - s));
-      return {torch::cat({d_gate, grad * halves[0] * s}, -1)};
-    }
-    const int64_t F = gate_up.size(-1) / 2, N = gate_up.numel() / (2 * F);
-    auto out = torch::empty_like(gate_up);
-    const float* gu = gate_up.data_ptr<float>();
-    const float* gr = grad.data_ptr<float>();
-    float* o = out.data_ptr<float>();
-    at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t n = begin; n < end; ++n) {
-        const float* g = gu + n * 2 * F;
-        const float* u = g + F;
-        const float* d = gr + n * F;
-        float* og = o + n * 2 * F;
-        float* ou = og + F;
-        for (int64_t f = 0; f < F; ++f) {
-          const float s = 1.0f / (1.0f + std::exp(-g[f]));
-          og[f] = d[f] * u[f] * s * (1.0f + g[f] * (1.0f - s));
-          ou[f] = d[f] * g[f] * s;
-        }
-      }
-    });
-    return {out};
-  }
-};
-
 }  // namespace
 
 torch::Tensor rms_norm_autograd(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
   return RmsNormFunction::apply(x, weight, eps);
 }
-
-torch::Tensor silu_mul_autograd(const torch::Tensor& gate_up) { return SiluMulFunction::apply(gate_up); }
 
 }  // namespace meshrl::model

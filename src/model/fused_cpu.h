@@ -4,8 +4,8 @@
 // Why by hand: a decode step of the tiny model is ~200 small libtorch ops on [64, 256] tensors,
 // each allocating its output and walking memory once; fusing each chain into one pass cuts the
 // non-matmul part of a step by several times. TransformerImpl picks these only under NoGradGuard
-// on float32 CPU tensors; for training, RMSNorm and SiLU(gate) * up are single autograd nodes
-// with hand-written backwards (the *_autograd functions below).
+// on float32 CPU tensors; for training, RMSNorm is a single autograd node with a hand-written
+// backward (rms_norm_autograd below).
 // Knows nothing about the model's structure.
 #pragma once
 
@@ -28,10 +28,5 @@ void rope_qk_inplace_cpu(torch::Tensor& qkv, int64_t n_heads, int64_t n_kv_heads
 
 // gate_up [N, 2F] float32 contiguous (gate columns first) -> silu(gate) * up, [N, F].
 torch::Tensor silu_mul_cpu(const torch::Tensor& gate_up);
-
-// The same SwiGLU product for training (any device/dtype): one autograd node whose backward writes
-// the [N, 2F] gradient of gate_up in one pass (loops on float32 CPU, libtorch ops elsewhere),
-// instead of autograd's silu and mul nodes and the cat that joins the two halves' gradients.
-torch::Tensor silu_mul_autograd(const torch::Tensor& gate_up);
 
 }  // namespace meshrl::model

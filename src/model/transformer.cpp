@@ -190,9 +190,12 @@ torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& tokens, KVCac
     if (lora_ && lora_->has(LoraTarget::kGate)) gu.narrow(1, 0, F).add_(lora_->apply(li, LoraTarget::kGate, xn));
     if (lora_ && lora_->has(LoraTarget::kUp)) gu.narrow(1, F, F).add_(lora_->apply(li, LoraTarget::kUp, xn));
     torch::Tensor act;  // [B*T, F]
-    // Inference: the fused loop; training: one autograd node that writes the [B*T, 2F] gradient
-    // in one pass (fused_cpu.h).
-    act = fused ? silu_mul_cpu(gu) : silu_mul_autograd(gu);
+    if (fused) {
+      act = silu_mul_cpu(gu);
+    } else {
+      auto gate_up = gu.split(F, 1);  // one cat in backward instead of two zero-filled [B*T, 2F] sums
+      act = torch::silu(gate_up[0]) * gate_up[1];
+    }
     h = torch::addmm(h, act, layer.w_down.t());
     if (lora_ && lora_->has(LoraTarget::kDown)) h = h + lora_->apply(li, LoraTarget::kDown, act);
   }

@@ -1,4 +1,4 @@
-// rope_apply's, rms_norm_autograd's and silu_mul_autograd's hand-written backward (the inverse rotation) against autograd through the plain
+// rope_apply's and rms_norm_autograd's hand-written backward (the inverse rotation) against autograd through the plain
 // formula, with and without the folded scale.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -59,23 +59,6 @@ TEST(RmsNormAutograd, BackwardMatchesAutogradOfPlainFormula) {
   // frozen weight (LoRA): only the input's gradient
   auto gx = torch::autograd::grad({rms_norm_autograd(x, w.detach(), 1e-5)}, {x}, {g})[0];
   EXPECT_TRUE(torch::allclose(gx, grads_ref[0], 1e-5, 1e-5));
-}
-
-TEST(SiluMulAutograd, BackwardMatchesAutogradOfPlainFormula) {
-  torch::manual_seed(6);
-  // float32 CPU (the hand-written loops) and float64 (the libtorch-ops path other devices take)
-  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
-    auto gu = (3 * torch::randn({7, 2 * 11}, torch::dtype(dtype))).requires_grad_(true);
-    auto g = torch::randn({7, 11}, torch::dtype(dtype));
-    auto y = silu_mul_autograd(gu);
-    auto grad = torch::autograd::grad({y}, {gu}, {g})[0];
-    auto gu_ref = gu.detach().clone().requires_grad_(true);
-    auto halves = gu_ref.chunk(2, -1);
-    auto y_ref = halves[0] * torch::sigmoid(halves[0]) * halves[1];
-    auto grad_ref = torch::autograd::grad({y_ref}, {gu_ref}, {g})[0];
-    EXPECT_TRUE(torch::allclose(y, y_ref, 1e-5, 1e-6));
-    EXPECT_TRUE(torch::allclose(grad, grad_ref, 1e-5, 1e-5)) << " max diff " << (grad - grad_ref).abs().max().item<double>();
-  }
 }
 
 }  // namespace
