@@ -528,14 +528,19 @@ class Checker {
       last_loss = loss.item<double>();
       sync(device_);
     };
-    std::vector<double> train_s;
-    train_step();  // warm-up: allocator, cuBLAS handles, kernel selection
-    for (int i = 0; i < 3; ++i) {
-      sync(device_);
-      const auto t0 = std::chrono::steady_clock::now();
-      train_step();
-      train_s.push_back(seconds_since(t0));
-    }
+    // One warm-up (allocator, cuBLAS handles, kernel selection), then 3 timed runs.
+    auto time_three = [&](const std::function<void()>& run) {
+      run();
+      std::vector<double> s;
+      for (int i = 0; i < 3; ++i) {
+        sync(device_);
+        const auto t0 = std::chrono::steady_clock::now();
+        run();
+        s.push_back(seconds_since(t0));
+      }
+      return s;
+    };
+    const std::vector<double> train_s = time_three(train_step);
     const double train_med = median(train_s);
 
     // Rollout: sampled generation, no stop, so every row makes roll_n tokens.
@@ -553,14 +558,7 @@ class Checker {
       made = 0;
       for (const auto& c : out) made += static_cast<int64_t>(c.token_ids.size());
     };
-    std::vector<double> roll_s;
-    roll();  // warm-up
-    for (int i = 0; i < 3; ++i) {
-      sync(device_);
-      const auto t0 = std::chrono::steady_clock::now();
-      roll();
-      roll_s.push_back(seconds_since(t0));
-    }
+    const std::vector<double> roll_s = time_three(roll);
     const double roll_med = median(roll_s);
 
     json j;
