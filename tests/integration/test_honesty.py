@@ -19,6 +19,9 @@ Cases:
   byzantine_full the same with every robust aggregator (trimmed_mean, median, centered_clip) and
                  more rounds; prints the table for BENCHMARKS.md. Not in ctest (several minutes):
     python3 tests/integration/test_honesty.py --meshrl build-honest/meshrl --case byzantine_full
+                 At another scale (by hand): MESHRL_TEST_CONFIG (a run file, mesh_harness.py),
+                 MESHRL_TEST_ROUNDS, MESHRL_TEST_INNER_STEPS, MESHRL_TEST_PROMPTS_PER_NODE
+                 (defaults 10, 2, 2) and MESHRL_TEST_RULES (comma-separated robust rules).
 MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
 """
 import json
@@ -78,7 +81,7 @@ def byzantine_run(meshrl, label, aggregator, attack, rounds, inner_steps):
     names = [f"node{i}" for i in range(8)]
     m = Mesh(meshrl, f"byz-{label}", [f"--mesh.rounds={rounds}", f"--mesh.inner_steps={inner_steps}", f"--mesh.aggregator={aggregator}",
                                       "--mesh.lease_s=60", "--mesh.heartbeat_s=2", "--mesh.round_deadline_s=120",
-                                      "--grpo.prompts_per_step=2"])
+                                      f"--grpo.prompts_per_step={os.environ.get('MESHRL_TEST_PROMPTS_PER_NODE', '2')}"])
     m.start_coordinator(extra=["--eval"])
     for i, n in enumerate(names):
         m.start_node(n, shard=f"{i}/8", extra=["--test-misbehave=sign_flip_x10"] if attack and n == "node7" else [])
@@ -123,8 +126,10 @@ def byzantine(meshrl):
 
 
 def byzantine_full(meshrl):
-    c, r = byzantine_compare(meshrl, ["trimmed_mean", "median", "centered_clip"], rounds=10, inner_steps=2)
-    for rule in ["trimmed_mean", "median", "centered_clip"]:
+    rules = os.environ.get("MESHRL_TEST_RULES", "trimmed_mean,median,centered_clip").split(",")
+    c, r = byzantine_compare(meshrl, rules, rounds=int(os.environ.get("MESHRL_TEST_ROUNDS", "10")),
+                             inner_steps=int(os.environ.get("MESHRL_TEST_INNER_STEPS", "2")))
+    for rule in rules:
         print(f"{rule}: {100 * (r[rule]['pass_at_1_after'] - c):+.1f} points vs clean")
     print(f"mean (attacked): {100 * (r['mean_attacked']['pass_at_1_after'] - c):+.1f} points vs clean")
 
