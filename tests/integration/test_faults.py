@@ -248,11 +248,13 @@ def random_node_kill_30(meshrl, seed):
     gap = abs(s["pass_at_1_after"] - ref_summary["pass_at_1_after"])
     m.log(f"{held} held versions on the coordinator's hashes; pass@1 {s['pass_at_1_after']:.2f} vs fault-free "
           f"{ref_summary['pass_at_1_after']:.2f} (gap {100 * gap:.1f} points)")
-    # STATUS: the issue asks for 3 points. On this config two fault-free runs of the same seed
-    # already end 10 points apart (measured 0.70 and 0.60: which nodes make each quorum-0.5 round
-    # depends on timing, and greedy pass@1 over the 100 one-digit sums flips with small weight
-    # changes), so 3 points would test noise; 15 points catches a run that falls apart.
-    assert gap <= 0.15, f"pass@1 {s['pass_at_1_after']:.3f} with faults, {ref_summary['pass_at_1_after']:.3f} without"
+    # The issue asks for 3 points. On the test config two fault-free runs of the same seed already
+    # end 10 points apart (measured 0.70 and 0.60: which nodes make each quorum-0.5 round depends
+    # on timing, and greedy pass@1 over its 10 held-out one-digit sums flips with small weight
+    # changes), so there 3 points would test noise and 15 catches a run that falls apart. Run by
+    # hand on the demo's run file (MESHRL_TEST_CONFIG, 500 held-out problems) it asserts the 3.
+    band = 0.03 if os.environ.get("MESHRL_TEST_CONFIG") else 0.15
+    assert gap <= band, f"pass@1 {s['pass_at_1_after']:.3f} with faults, {ref_summary['pass_at_1_after']:.3f} without"
     m.close()
 
 

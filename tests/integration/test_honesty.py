@@ -132,6 +132,10 @@ def byzantine_full(meshrl):
     for rule in rules:
         print(f"{rule}: {100 * (r[rule]['pass_at_1_after'] - c):+.1f} points vs clean")
     print(f"mean (attacked): {100 * (r['mean_attacked']['pass_at_1_after'] - c):+.1f} points vs clean")
+    if os.environ.get("MESHRL_TEST_CONFIG"):  # 500 held-out problems resolve the 3-point band
+        for rule in rules:
+            assert abs(r[rule]["pass_at_1_after"] - c) <= 0.03, f"{rule} under attack: {r[rule]['pass_at_1_after']:.3f}, clean {c:.3f}"
+        assert r["mean_attacked"]["pass_at_1_after"] <= c - MEAN_DROP, "the plain mean under attack did not degrade"
 
 
 if __name__ == "__main__":
