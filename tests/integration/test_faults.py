@@ -206,7 +206,7 @@ def random_node_kill_30(meshrl, seed):
     """Four nodes, quorum 0.5: at the opening of each of 30 rounds a node drawn from the seed is
     SIGKILLed and started again at once. Every round still commits by quorum, each killed node
     rejoins on hash-checked weights, nothing acknowledged is lost or applied twice, and the final
-    held-out pass@1 is near that of the same run without faults (see STATUS below)."""
+    held-out pass@1 is near that of the same run without faults (the band is set below)."""
     names = ["paris", "zurich", "dublin", "toronto"]
     rounds = 30
     plan = fault_plan.node_faults(seed, names, rounds)
