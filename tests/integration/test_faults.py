@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fault_plan  # noqa: E402
-from mesh_harness import Mesh, run_cases  # noqa: E402
+from mesh_harness import RESOLVES_3_POINTS, Mesh, run_cases  # noqa: E402
 
 
 # --- invariants read from the run directory and the logs ---
@@ -253,7 +253,7 @@ def random_node_kill_30(meshrl, seed):
     # on timing, and greedy pass@1 over its 10 held-out one-digit sums flips with small weight
     # changes), so there 3 points would test noise and 15 catches a run that falls apart. Run by
     # hand on the demo's run file (MESHRL_TEST_CONFIG, 500 held-out problems) it asserts the 3.
-    band = 0.03 if os.environ.get("MESHRL_TEST_CONFIG") else 0.15
+    band = 0.03 if RESOLVES_3_POINTS else 0.15
     assert gap <= band, f"pass@1 {s['pass_at_1_after']:.3f} with faults, {ref_summary['pass_at_1_after']:.3f} without"
     m.close()
 

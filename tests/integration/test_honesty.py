@@ -30,7 +30,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mesh_harness import Mesh, run_cases  # noqa: E402
+from mesh_harness import RESOLVES_3_POINTS, Mesh, run_cases  # noqa: E402
 
 
 def events(m, node, event):
@@ -132,7 +132,7 @@ def byzantine_full(meshrl):
     for rule in rules:
         print(f"{rule}: {100 * (r[rule]['pass_at_1_after'] - c):+.1f} points vs clean")
     print(f"mean (attacked): {100 * (r['mean_attacked']['pass_at_1_after'] - c):+.1f} points vs clean")
-    if os.environ.get("MESHRL_TEST_CONFIG"):  # 500 held-out problems resolve the 3-point band
+    if RESOLVES_3_POINTS:
         for rule in rules:
             assert abs(r[rule]["pass_at_1_after"] - c) <= 0.03, f"{rule} under attack: {r[rule]['pass_at_1_after']:.3f}, clean {c:.3f}"
         assert r["mean_attacked"]["pass_at_1_after"] <= c - MEAN_DROP, "the plain mean under attack did not degrade"
