@@ -104,6 +104,11 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
     term.info(b);
   }
   term.info("run dir " + dir.string());
+  const auto pooled = cfg.run.grpo.adam_pooled_batches;
+  if (pooled > 1 && pooled != static_cast<int64_t>(topo.cities.size()))
+    term.warn("[grpo] adam_pooled_batches = " + std::to_string(pooled) + " assumes that many nodes' steps are averaged, and " +
+              std::to_string(topo.cities.size()) + " cities run: --grpo.adam_pooled_batches=" + std::to_string(topo.cities.size()) +
+              " matches them");
 
   // Versions are reported from the coordinator's thread; the main thread evaluates and prints.
   std::mutex mu;
@@ -320,6 +325,10 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   term.result("summary: " + (dir / "summary.json").string());
   coord->stop();
   if (timed_out) throw StatusError(io_error("[demo] timed out after " + std::to_string(static_cast<int>(a.timeout_s)) + " s"));
+  // A run whose nodes failed has a summary but is not a success: make it say so in the exit status.
+  if (!all_equal || node_hashes.size() != topo.cities.size())
+    throw StatusError(io_error("[demo] not every node ended on the final version " + final_hash + " (see " + (dir / "nodes").string() +
+                               "/*.log)"));
 }
 
 }  // namespace

@@ -141,8 +141,10 @@ Status Coordinator::load_common(const std::string& spec) {
   }
 
   model::set_threads(static_cast<int>(config_.run.model.threads));
-  MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(config_.run.model.device));
-  MESHRL_ASSIGN_OR_RETURN(policy_, rollout::load_policy(spec, device, config_.run.model.weight_seed));
+  // On the CPU whatever [model] device says (that is for the nodes): theta_ is views into this model,
+  // and merging, hashing and encoding work on CPU tensors; a GPU box can coordinate a CPU mesh and
+  // the reverse.
+  MESHRL_ASSIGN_OR_RETURN(policy_, rollout::load_policy(spec, "cpu", config_.run.model.weight_seed));
   // [lora]: the run's parameter set is then the adapters' B matrices (model/lora.h says why), on a
   // frozen base that nodes never download through the mesh, so they must prove they hold the same.
   if (config_.run.lora.rank > 0) {

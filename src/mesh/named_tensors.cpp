@@ -54,7 +54,9 @@ NamedTensors clone_named_tensors(const NamedTensors& set) {
   NamedTensors out;
   out.names = set.names;
   out.tensors.reserve(set.size());
-  for (const auto& t : set.tensors) out.tensors.push_back(t.detach().clone(at::MemoryFormat::Contiguous));
+  // .to(kCPU, copy) then contiguous: a CPU tensor is cloned, a device tensor (a node training on
+  // CUDA) is brought to the CPU, where every NamedTensors lives.
+  for (const auto& t : set.tensors) out.tensors.push_back(t.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true).contiguous());
   return out;
 }
 

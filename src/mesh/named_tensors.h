@@ -31,7 +31,7 @@ Status check_named_tensors(const NamedTensors& set, std::string_view what);
 // Both sets valid, with the same names in the same order and equal shapes.
 Status check_same_layout(const NamedTensors& a, const NamedTensors& b, std::string_view what);
 
-// Deep copy (contiguous clones); the result shares no memory with `set`.
+// Deep copy (contiguous CPU clones, also of tensors on a device); shares no memory with `set`.
 NamedTensors clone_named_tensors(const NamedTensors& set);
 
 // a - b elementwise (e.g. the pseudo-gradient theta_v - theta_local). Layouts must match.

@@ -268,7 +268,7 @@ class NodeRunner {
       ++c.full_downloads;
     });
     MESHRL_ASSIGN_OR_RETURN(NamedTensors w, decode_update(d.bytes, limits_, "weights v" + std::to_string(version)));
-    MESHRL_RETURN_IF_ERROR(check_same_layout(w, params_, "downloaded weights"));
+    MESHRL_RETURN_IF_ERROR(check_same_layout(w, clone_named_tensors(params_), "downloaded weights"));  // CPU copies
     const std::string h = content_hash(w);
     if (h != d.hash || (!expect_hash.empty() && h != expect_hash))
       return data_loss("[node " + o_.name + "] downloaded weights of version " + std::to_string(version) + " hash to " + h +
@@ -321,7 +321,7 @@ class NodeRunner {
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < params_.size(); ++i) {
       if (first) params_.tensors[i].copy_(f.theta.tensors[i]);
-      else params_.tensors[i].copy_(f.theta.tensors[i] + (params_.tensors[i] - cut_.tensors[i]));
+      else params_.tensors[i].copy_(f.theta.tensors[i] + (params_.tensors[i].to(torch::kCPU) - cut_.tensors[i]));  // model may be on a device
     }
     base_ = std::move(f.theta);
     cut_ = clone_named_tensors(base_);

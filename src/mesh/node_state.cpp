@@ -21,6 +21,7 @@ constexpr char kFormat[] = "meshrl-node-state";
 constexpr char kResidual[] = "residual/";
 constexpr char kExpAvg[] = "adam/exp_avg/";
 constexpr char kExpAvgSq[] = "adam/exp_avg_sq/";
+constexpr char kNoiseSq[] = "adam/noise_sq/";  // only with the pooled second moment (rl/optimizer.h)
 
 std::string hex128(XXH128_hash_t h) {
   XXH128_canonical_t canon;
@@ -99,6 +100,7 @@ Status save_node_state(const std::filesystem::path& dir, const NodeState& s) {
     if (!m) continue;
     tensors[kExpAvg + s.param_names[i]] = m->exp_avg;
     tensors[kExpAvgSq + s.param_names[i]] = m->exp_avg_sq;
+    if (m->noise_sq.defined()) tensors[kNoiseSq + s.param_names[i]] = m->noise_sq;
     adam_steps[s.param_names[i]] = m->step;
   }
   std::map<std::string, std::string> meta{{"format", kFormat},
@@ -150,27 +152,31 @@ Result<NodeState> load_node_state(const std::filesystem::path& dir, const NodeSt
   MESHRL_ASSIGN_OR_RETURN(s.optimizer.step, int_field(meta, "optimizer_step", where));
   nlohmann::json adam_steps = nlohmann::json::parse(field(meta, "adam_steps"), nullptr, /*allow_exceptions=*/false);
   if (!adam_steps.is_object()) return invalid_argument(where + ": metadata field 'adam_steps' is not a JSON object");
-  std::map<std::string, std::pair<torch::Tensor, torch::Tensor>> moments;
+  std::map<std::string, rl::AdamMoments> moments;
   for (const auto& [name, t] : tensors) {
     std::string rest;
     if (starts_with(name, kResidual, &rest)) {
       s.residual.names.push_back(rest);
       s.residual.tensors.push_back(t);
     } else if (starts_with(name, kExpAvgSq, &rest)) {
-      moments[rest].second = t;
+      moments[rest].exp_avg_sq = t;
     } else if (starts_with(name, kExpAvg, &rest)) {
-      moments[rest].first = t;
+      moments[rest].exp_avg = t;
+    } else if (starts_with(name, kNoiseSq, &rest)) {
+      moments[rest].noise_sq = t;
     } else {
       return invalid_argument(where + ": unexpected tensor '" + name + "'");
     }
   }
   // The optimizer's order is the model's; the caller maps names to its own parameters.
-  for (const auto& [name, m] : moments) {
-    if (!m.first.defined() || !m.second.defined()) return invalid_argument(where + ": parameter '" + name + "' has only one AdamW moment");
+  for (auto& [name, m] : moments) {
+    if (!m.exp_avg.defined() || !m.exp_avg_sq.defined())
+      return invalid_argument(where + ": parameter '" + name + "' lacks an AdamW moment (exp_avg and exp_avg_sq are both needed)");
     if (!adam_steps.contains(name) || !adam_steps[name].is_number_integer())
       return invalid_argument(where + ": adam_steps has no integer step for '" + name + "'");
+    m.step = adam_steps[name].get<int64_t>();
     s.param_names.push_back(name);
-    s.optimizer.params.emplace_back(rl::AdamMoments{adam_steps[name].get<int64_t>(), m.first, m.second});
+    s.optimizer.params.emplace_back(std::move(m));
   }
   return s;
 }
@@ -200,7 +206,8 @@ Result<rl::OptimizerState> fit_node_state(const NodeState& s, const std::vector<
     if (!m) continue;
     auto it = index.find(s.param_names[i]);
     const torch::Tensor* mine = it == index.end() ? nullptr : &model_params[it->second].second;
-    if (!mine || m->exp_avg.sizes() != mine->sizes() || m->exp_avg_sq.sizes() != mine->sizes())
+    if (!mine || m->exp_avg.sizes() != mine->sizes() || m->exp_avg_sq.sizes() != mine->sizes() ||
+        (m->noise_sq.defined() && m->noise_sq.sizes() != mine->sizes()))
       return misfit("AdamW moment of '" + s.param_names[i] + "'", m->exp_avg, mine);
     out.params[it->second] = m;
   }

@@ -8,6 +8,7 @@
 // File: DIR/node-state.safetensors, a safetensors file (written atomically: temp, fsync, rename):
 //   tensors   "residual/<name>"                        error-feedback residual, F32
 //             "adam/exp_avg/<param>", "adam/exp_avg_sq/<param>"   AdamW moments of model parameter <param>
+//             "adam/noise_sq/<param>"   its half-batch noise EMA (pooled second moment only)
 //   metadata  format "meshrl-node-state", format_version "1", run_id, node, base_version,
 //             base_hash, trainer_step, optimizer_step, layout (param_layout_fingerprint),
 //             adam_steps (JSON {param: AdamW's per-parameter step}), content_hash

@@ -58,7 +58,13 @@ void Optimizer::zero_grad() {
     if (p.grad().defined()) p.mutable_grad().zero_();
 }
 
-OptimizerStepInfo Optimizer::step() {
+OptimizerStepInfo Optimizer::step() { return step({}); }
+
+OptimizerStepInfo Optimizer::step(const std::vector<torch::Tensor>& half_spread) {
+  const bool pooled = pools_second_moment();
+  MESHRL_CHECK(!pooled || half_spread.size() == params_.size(),
+               "[optimizer] the pooled second moment needs one half-batch spread per parameter, got " << half_spread.size()
+                                                                                                   << " for " << params_.size());
   OptimizerStepInfo info;
   info.lr = scheduled_lr(config_.schedule, step_);
   info.grad_norm = clip_grad_norm(params_, config_.grad_clip);
@@ -68,8 +74,17 @@ OptimizerStepInfo Optimizer::step() {
     zero_grad();
     return info;
   }
-  for (auto& group : adam_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(info.lr);
-  adam_->step();
+  if (pooled) {
+    // d is scaled as the gradient was, so that d^2 stays the gradient's noise.
+    const double scale = (config_.grad_clip > 0 && info.grad_norm > config_.grad_clip) ? config_.grad_clip / (info.grad_norm + 1e-6) : 1.0;
+    torch::NoGradGuard no_grad;
+    for (const auto& d : half_spread)
+      if (d.defined() && scale != 1.0) d.mul_(scale);
+    pooled_adamw_update(info.lr, half_spread);
+  } else {
+    for (auto& group : adam_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(info.lr);
+    adam_->step();
+  }
   zero_grad();
   ++step_;
   return info;
@@ -92,6 +107,42 @@ typename StateMap::key_type state_key(const StateMap&, const torch::Tensor& p) {
 }
 }  // namespace
 
+// AdamW as torch::optim::AdamW computes it (decoupled decay, bias corrections, eps outside the
+// root), with the pooled second moment in the denominator; m and EMA(g^2) live in adam_'s state so
+// that state() and set_state() save them as for plain AdamW.
+void Optimizer::pooled_adamw_update(double lr, const std::vector<torch::Tensor>& half_spread) {
+  torch::NoGradGuard no_grad;
+  const double K = config_.pooled_batches, b1 = config_.beta1, b2 = config_.beta2;
+  if (noise_sq_.size() != params_.size()) noise_sq_.resize(params_.size());
+  auto& st = adam_->state();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto& p = params_[i];
+    if (!p.grad().defined()) continue;
+    const auto& g = p.grad();
+    auto key = state_key(st, p);
+    if (st.find(key) == st.end()) {
+      auto s = std::make_unique<torch::optim::AdamWParamState>();
+      s->step(0);
+      s->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      s->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      st[key] = std::move(s);
+    }
+    auto& s = static_cast<torch::optim::AdamWParamState&>(*st[key]);
+    if (!noise_sq_[i].defined()) noise_sq_[i] = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+    s.step(s.step() + 1);
+    const double t = static_cast<double>(s.step());
+    auto m = s.exp_avg(), a = s.exp_avg_sq();
+    m.mul_(b1).add_(g, 1 - b1);
+    a.mul_(b2).addcmul_(g, g, 1 - b2);
+    const auto& d = half_spread[i];
+    if (d.defined()) noise_sq_[i].mul_(b2).addcmul_(d, d, 1 - b2);
+    const auto v = torch::max(a - noise_sq_[i] * (1 - 1 / K), a / K);
+    const auto denom = (v / (1 - std::pow(b2, t))).sqrt_().add_(config_.eps);
+    if (config_.weight_decay > 0 && p.dim() >= 2) p.mul_(1 - lr * config_.weight_decay);
+    p.addcdiv_(m, denom, -lr / (1 - std::pow(b1, t)));
+  }
+}
+
 OptimizerState Optimizer::state() const {
   OptimizerState out;
   out.step = step_;
@@ -103,7 +154,12 @@ OptimizerState Optimizer::state() const {
       continue;
     }
     const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
-    out.params.emplace_back(AdamMoments{s.step(), s.exp_avg().detach().clone(), s.exp_avg_sq().detach().clone()});
+    // CPU copies whatever the device, so that a node on CUDA can save them like one on the CPU.
+    auto cpu = [](const torch::Tensor& t) { return t.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true); };
+    AdamMoments m{s.step(), cpu(s.exp_avg()), cpu(s.exp_avg_sq()), {}};
+    const size_t i = out.params.size();
+    if (i < noise_sq_.size() && noise_sq_[i].defined()) m.noise_sq = cpu(noise_sq_[i]);
+    out.params.emplace_back(std::move(m));
   }
   return out;
 }
@@ -115,19 +171,23 @@ Status Optimizer::set_state(const OptimizerState& state) {
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& m = state.params[i];
     if (!m) continue;
-    for (const torch::Tensor* t : {&m->exp_avg, &m->exp_avg_sq})
+    std::vector<const torch::Tensor*> moments = {&m->exp_avg, &m->exp_avg_sq};
+    if (m->noise_sq.defined()) moments.push_back(&m->noise_sq);  // only the pooled second moment keeps it
+    for (const torch::Tensor* t : moments)
       if (!t->defined() || t->sizes() != params_[i].sizes() || t->scalar_type() != params_[i].scalar_type())
         return invalid_argument("[optimizer] moment of parameter " + std::to_string(i) + " is " +
                                 (t->defined() ? c10::str(t->sizes(), " ", t->scalar_type()) : std::string("undefined")) +
                                 ", the parameter " + c10::str(params_[i].sizes(), " ", params_[i].scalar_type()));
   }
   auto& st = adam_->state();
+  noise_sq_.assign(params_.size(), torch::Tensor());
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& m = state.params[i];
     if (!m) {
       st.erase(state_key(st, params_[i]));
       continue;
     }
+    if (m->noise_sq.defined()) noise_sq_[i] = m->noise_sq.detach().clone().to(params_[i].device());
     auto s = std::make_unique<torch::optim::AdamWParamState>();
     s->step(m->step);
     s->exp_avg(m->exp_avg.detach().clone().to(params_[i].device()));

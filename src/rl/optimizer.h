@@ -4,6 +4,17 @@
 //
 // Weight decay applies to matrices only (dim >= 2): decaying RMSNorm gains pulls them toward 0
 // and hurts, as the usual recipes (nanoGPT, HF Trainer) also exclude them.
+//
+// Pooled second moment (pooled_batches K > 1, for mesh nodes). A mesh averages the AdamW steps of
+// K nodes, each normalised by the second moment of its own batch, E[g^2] = mu^2 + s^2; one AdamW
+// step on the K batches pooled would use mu^2 + s^2 / K. Where the gradient is mostly noise, each
+// node's step (the signal it carries included) is then up to sqrt(K) times smaller than the pooled
+// step's, so the mean of the K steps is not one pooled step even when averaged after every step. With K > 1 the caller also passes, per
+// parameter, d = sqrt(wA wB) (gA - gB) from the two halves of its batch (weights wA + wB = 1,
+// g = wA gA + wB gB), an unbiased estimate of the noise: E[d^2] = s^2. The step then divides by
+//   v = max(EMA(g^2) - (1 - 1/K) EMA(d^2), EMA(g^2) / K)
+// (the floor is the pure-noise case), and is otherwise AdamW's own formula, so that the mean of K
+// such steps preconditions like one AdamW step on the pooled batch.
 #pragma once
 
 #include <torch/torch.h>
@@ -44,6 +55,7 @@ struct OptimizerConfig {
   double beta2 = 0.99;
   double eps = 1e-8;
   double grad_clip = 1.0;  // max global norm; <= 0 = off
+  double pooled_batches = 1;  // K of the pooled second moment (above); 1 = plain AdamW
 };
 
 struct OptimizerStepInfo {
@@ -57,6 +69,7 @@ struct AdamMoments {
   int64_t step = 0;          // AdamW's own per-parameter count (bias correction)
   torch::Tensor exp_avg;     // first moment, the parameter's shape
   torch::Tensor exp_avg_sq;  // second moment, the parameter's shape
+  torch::Tensor noise_sq;    // EMA of d^2 (pooled second moment only; undefined otherwise)
 };
 
 // Everything step() depends on besides the parameters and config: a mesh node saves it after an
@@ -73,13 +86,18 @@ class Optimizer {
   // Clips, sets the scheduled lr for the current step, applies AdamW, zeroes the gradients and
   // advances the step counter. Call after backward().
   OptimizerStepInfo step();
+  // The pooled-second-moment step (pooled_batches > 1): half_spread[i] is d for parameter i (an
+  // undefined tensor where the parameter has no gradient). Clipping scales d with the gradient.
+  // With pooled_batches == 1 the spread is ignored and this is step().
+  OptimizerStepInfo step(const std::vector<torch::Tensor>& half_spread);
+  bool pools_second_moment() const { return config_.pooled_batches > 1; }
   void zero_grad();
 
   int64_t step_count() const { return step_; }
   // Lets a caller that reloads weights (a mesh node after a broadcast) continue the schedule.
   void set_step_count(int64_t s) { step_ = s; }
   double current_lr() const { return scheduled_lr(config_.schedule, step_); }
-  // Deep copies of the moments (CPU tensors are cloned, so later steps do not change them).
+  // Deep CPU copies of the moments (later steps do not change them; a CUDA optimizer's come over).
   OptimizerState state() const;
   // Restores state(): fails (kInvalidArgument, naming the parameter index and both shapes) when the
   // parameter count or a moment's shape differs, and then changes nothing.
@@ -89,8 +107,11 @@ class Optimizer {
  private:
   OptimizerConfig config_;
   std::vector<torch::Tensor> params_;
-  std::unique_ptr<torch::optim::AdamW> adam_;
+  std::unique_ptr<torch::optim::AdamW> adam_;  // plain AdamW; with pooling its state holds m and EMA(g^2)
+  std::vector<torch::Tensor> noise_sq_;         // per parameter, EMA(d^2); empty without pooling
   int64_t step_ = 0;
+
+  void pooled_adamw_update(double lr, const std::vector<torch::Tensor>& half_spread);
 };
 
 }  // namespace meshrl::rl

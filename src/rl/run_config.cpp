@@ -64,6 +64,7 @@ std::vector<Field> fields_of(RunConfig& c) {
       {"grpo", "adam_beta2", &g.adam_beta2},
       {"grpo", "adam_eps", &g.adam_eps},
       {"grpo", "grad_clip", &g.grad_clip},
+      {"grpo", "adam_pooled_batches", &g.adam_pooled_batches},
       {"grpo", "ppo_epochs", &g.ppo_epochs},
       {"grpo", "minibatches", &g.minibatches},
       {"grpo", "clip_low", &g.clip_low},
@@ -238,6 +239,8 @@ Status validate_run_config(const RunConfig& c, const std::string& source) {
   MESHRL_CHECK_NUM("grpo", "adam_beta2", g.adam_beta2, g.adam_beta2 >= 0 && g.adam_beta2 < 1, "in [0, 1)");
   MESHRL_CHECK_NUM("grpo", "adam_eps", g.adam_eps, g.adam_eps > 0, "> 0");
   MESHRL_CHECK_NUM("grpo", "grad_clip", g.grad_clip, g.grad_clip >= 0, ">= 0 (0 = off)");
+  MESHRL_CHECK_INT("grpo", "adam_pooled_batches", g.adam_pooled_batches, g.adam_pooled_batches >= 1 && g.adam_pooled_batches <= 1024,
+                   "in [1, 1024]");
   MESHRL_CHECK_INT("grpo", "ppo_epochs", g.ppo_epochs, g.ppo_epochs >= 1 && g.ppo_epochs <= 100, "in [1, 100]");
   const int64_t rows = g.prompts_per_step * g.group_size;
   MESHRL_CHECK_INT("grpo", "minibatches", g.minibatches, g.minibatches >= 1 && g.minibatches <= rows,

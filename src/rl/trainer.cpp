@@ -26,6 +26,7 @@ OptimizerConfig optimizer_config(const GrpoSection& g) {
   oc.beta2 = g.adam_beta2;
   oc.eps = g.adam_eps;
   oc.grad_clip = g.grad_clip;
+  oc.pooled_batches = static_cast<double>(g.adam_pooled_batches);
   return oc;
 }
 
@@ -231,29 +232,73 @@ TrainStats GrpoTrainer::train_step(const Rollouts& r, const torch::Tensor& advan
   const int64_t M = std::min<int64_t>(config_.minibatches, B);
   double sum_loss = 0, sum_clip = 0, sum_kl = 0, sum_ratio = 0, sum_norm = 0, sum_entropy = 0;
   int64_t n_entropy = 0, n_passes = 0;
+  // One forward + backward over rows [from, to) of the batch; the loss is normalised within them.
+  struct Pass {
+    double loss = 0, clip = 0, kl = 0, ratio = 0, entropy = 0, weight = 0;
+    bool has_entropy = false;
+  };
+  auto forward_backward = [&](int64_t from, int64_t to, bool with_entropy) {
+    auto sl = [&](const torch::Tensor& x) { return x.narrow(0, from, to - from); };
+    const auto mb_mask = sl(mask);
+    auto lp = token_logprobs(model, sl(tokens), {}, with_entropy);
+    auto out = grpo_loss(lp.logprobs, sl(logp_old), sl(adv), mb_mask, lc, logp_ref.defined() ? sl(logp_ref) : torch::Tensor());
+    out.loss.backward();
+    Pass p{out.loss.item<double>(), out.clip_fraction, out.kl, out.ratio_mean, 0, 0, false};
+    // The share of the loss's normaliser these rows hold (token: masked tokens; else sequences).
+    p.weight = lc.normalization == LossNormalization::kToken ? mb_mask.sum().item<double>() : static_cast<double>(to - from);
+    if (with_entropy && lp.entropy.defined()) {
+      p.entropy = masked_mean(lp.entropy.detach(), mb_mask).item<double>();
+      p.has_entropy = true;
+    }
+    return p;
+  };
+  const auto params = model.parameters();
   for (int64_t epoch = 0; epoch < config_.ppo_epochs; ++epoch) {
     for (int64_t m = 0; m < M; ++m) {
       const int64_t from = B * m / M, to = B * (m + 1) / M;
       if (to <= from) continue;
-      auto sl = [&](const torch::Tensor& x) { return x.narrow(0, from, to - from); };
-      const auto mb_mask = sl(mask);
-      if (mb_mask.sum().item<double>() == 0) continue;
+      if (mask.narrow(0, from, to - from).sum().item<double>() == 0) continue;
       const bool with_entropy = epoch == 0;
-      auto lp = token_logprobs(model, sl(tokens), {}, with_entropy);
-      auto out = grpo_loss(lp.logprobs, sl(logp_old), sl(adv), mb_mask, lc,
-                           logp_ref.defined() ? sl(logp_ref) : torch::Tensor());
-      out.loss.backward();
-      const auto info = optimizer_.step();
+      // The pooled second moment (optimizer.h) needs the spread between two halves of the batch,
+      // split between groups so that the halves are independent samples.
+      const int64_t groups = (to - from) / G;
+      const int64_t mid = from + (groups / 2) * G;
+      Pass pass;
+      OptimizerStepInfo info;
+      if (optimizer_.pools_second_moment() && groups >= 2 && (to - from) % G == 0) {
+        const Pass a = forward_backward(from, mid, with_entropy);
+        std::vector<torch::Tensor> grad_a;
+        for (const auto& p : params) grad_a.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+        optimizer_.zero_grad();
+        const Pass b = forward_backward(mid, to, with_entropy);
+        const double wa = a.weight / (a.weight + b.weight), wb = 1 - wa;
+        std::vector<torch::Tensor> spread(params.size());
+        {
+          torch::NoGradGuard no_grad;
+          for (size_t i = 0; i < params.size(); ++i) {
+            auto gb = params[i].grad();
+            if (!gb.defined() || !grad_a[i].defined()) continue;
+            spread[i] = (grad_a[i] - gb).mul_(std::sqrt(wa * wb));
+            gb.mul_(wb).add_(grad_a[i], wa);  // the gradient of the whole batch's loss
+          }
+        }
+        info = optimizer_.step(spread);
+        pass = {wa * a.loss + wb * b.loss, wa * a.clip + wb * b.clip, wa * a.kl + wb * b.kl, wa * a.ratio + wb * b.ratio,
+                wa * a.entropy + wb * b.entropy, 1, a.has_entropy && b.has_entropy};
+      } else {
+        pass = forward_backward(from, to, with_entropy);
+        info = optimizer_.pools_second_moment() ? optimizer_.step(std::vector<torch::Tensor>(params.size())) : optimizer_.step();
+      }
       optimizer_.set_step_count(step_);  // several updates in one trainer step share its lr
       ++n_passes;
-      sum_loss += out.loss.item<double>();
-      sum_clip += out.clip_fraction;
-      sum_kl += out.kl;
-      sum_ratio += out.ratio_mean;
+      sum_loss += pass.loss;
+      sum_clip += pass.clip;
+      sum_kl += pass.kl;
+      sum_ratio += pass.ratio;
       sum_norm += info.grad_norm;
       if (!info.skipped) ++st.updates;
-      if (with_entropy && lp.entropy.defined()) {
-        sum_entropy += masked_mean(lp.entropy.detach(), mb_mask).item<double>();
+      if (pass.has_entropy) {
+        sum_entropy += pass.entropy;
         ++n_entropy;
       }
     }

@@ -23,7 +23,7 @@ struct Toy {
   std::vector<std::pair<std::string, torch::Tensor>> params;
   std::unique_ptr<rl::Optimizer> opt;
 
-  explicit Toy(int64_t wide = 5) {
+  explicit Toy(int64_t wide = 5, double pooled_batches = 1) {
     torch::manual_seed(7);
     params = {{"w", torch::randn({wide, 3}).requires_grad_()},
               {"b", torch::randn({3}).requires_grad_()},
@@ -31,6 +31,7 @@ struct Toy {
     rl::OptimizerConfig oc;
     oc.schedule = {1e-2, 2, 10, 0.1};
     oc.weight_decay = 0.1;
+    oc.pooled_batches = pooled_batches;
     opt = std::make_unique<rl::Optimizer>(tensors(), oc);
   }
   std::vector<torch::Tensor> tensors() const {
@@ -48,7 +49,12 @@ struct Toy {
     torch::manual_seed(100 + k);
     params[0].second.mutable_grad() = torch::randn(params[0].second.sizes());
     params[1].second.mutable_grad() = torch::randn({3});
-    opt->step();
+    if (!opt->pools_second_moment()) {
+      opt->step();
+      return;
+    }
+    // The pooled second moment also takes each parameter's half-batch spread (none for norm).
+    opt->step({0.5 * torch::randn(params[0].second.sizes()), 0.5 * torch::randn({3}), torch::Tensor()});
   }
 };
 
@@ -133,6 +139,39 @@ TEST(NodeState, SaveLoadRoundTripsResidualAndOptimizerBitwise) {
   fresh.step(3);
   for (size_t i = 0; i < a.params.size(); ++i) EXPECT_TRUE(same_bits(a.params[i].second, b.params[i].second)) << a.params[i].first;
   EXPECT_FALSE(same_bits(a.params[0].second, fresh.params[0].second));
+  fs::remove_all(dir);
+}
+
+TEST(NodeState, SaveLoadKeepsThePooledSecondMomentsNoiseEma) {
+  // A node with the pooled second moment (rl/optimizer.h) also keeps EMA(d^2): a restart that lost
+  // it would divide by the plain moment until it rebuilt, so it is saved and restored bit for bit.
+  Toy a(5, 4);
+  for (int k = 0; k < 3; ++k) a.step(k);
+  const NodeState saved = state_of(a);
+  ASSERT_TRUE(saved.optimizer.params[0]->noise_sq.defined());
+  const fs::path dir = temp_dir("pooled");
+  ASSERT_TRUE(save_node_state(dir, saved).is_ok());
+  auto loaded = load_node_state(dir, expect_of(saved));
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().message();
+  Toy b(5, 4);
+  for (size_t i = 0; i < a.params.size(); ++i) b.params[i].second.detach().copy_(a.params[i].second.detach());
+  auto fitted = fit_node_state(loaded.value(), b.params, exchanged(b), dir);
+  ASSERT_TRUE(fitted.is_ok()) << fitted.status().message();
+  ASSERT_TRUE(b.opt->set_state(fitted.value()).is_ok());
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(same_bits(b.opt->state().params[i]->noise_sq, a.opt->state().params[i]->noise_sq));
+  a.step(3);
+  b.step(3);
+  for (size_t i = 0; i < a.params.size(); ++i) EXPECT_TRUE(same_bits(a.params[i].second, b.params[i].second)) << a.params[i].first;
+
+  // A noise EMA whose shape does not fit the model is refused like a moment's.
+  NodeState bad = saved;
+  bad.optimizer.params[0]->noise_sq = torch::zeros({2, 2});
+  ASSERT_TRUE(save_node_state(dir, bad).is_ok());
+  auto reread = load_node_state(dir, expect_of(bad));
+  ASSERT_TRUE(reread.is_ok()) << reread.status().message();
+  const auto misfit = fit_node_state(reread.value(), b.params, exchanged(b), dir);
+  ASSERT_FALSE(misfit.is_ok());
+  EXPECT_NE(misfit.status().message().find("'w'"), std::string::npos) << misfit.status().message();
   fs::remove_all(dir);
 }
 

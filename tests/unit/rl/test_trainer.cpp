@@ -122,6 +122,48 @@ TEST(Trainer, KlReferenceOnlyWhenAskedAndFrozen) {
   EXPECT_GT(s2.kl, 0.0);
 }
 
+TEST(Trainer, PooledSecondMomentStepsAlongTheWholeBatchGradient) {
+  // With adam_pooled_batches > 1 the batch is run as two halves (between groups) and their
+  // gradients merged. AdamW's first step is lr * sign(g); the pooled one is lr * g / sqrt(v) with
+  // v in [g^2 / K, g^2], so it must move every coordinate the same way as plain AdamW on the whole
+  // batch, by lr to sqrt(K) lr. A wrong merge (one half only, wrong weights) breaks the signs.
+  auto task = make(one_digit_addition());
+  GrpoSection g = small_grpo(4);
+  g.prompts_per_step = 8;
+  g.group_size = 4;
+  g.lr = 1e-3;
+  g.warmup_steps = 0;
+  g.grad_clip = 0;
+  GrpoTrainer plain(testing::micro_policy(0), task, g);
+  g.adam_pooled_batches = 4;
+  GrpoTrainer pooled(testing::micro_policy(0), task, g);
+  auto r = plain.generate_rollouts(plain.sample_prompts()).value();
+  ASSERT_TRUE(plain.score(r).is_ok());
+  // A known signal in every group, so that both halves have groups to learn from.
+  r.rewards = torch::zeros({32});
+  for (int i = 0; i < 8; ++i) r.rewards[i * 4 + i % 4] = 1;
+  const auto adv = plain.compute_advantages(r);
+  auto before = pooled.policy().model->parameters();
+  std::vector<torch::Tensor> start;
+  for (const auto& p : before) start.push_back(p.detach().clone());
+  const auto sa = plain.train_step(r, adv), sb = pooled.train_step(r, adv);
+  EXPECT_EQ(sa.updates, 1);
+  EXPECT_EQ(sb.updates, 1);
+  EXPECT_NEAR(sb.loss, sa.loss, 1e-5) << "the halves' losses, weighted, are the whole batch's";
+  auto pa = plain.policy().model->parameters(), pb = pooled.policy().model->parameters();
+  int64_t moved = 0, same_sign = 0, in_range = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const auto da = (pa[i].detach() - start[i]).flatten(), db = (pb[i].detach() - start[i]).flatten();
+    const auto sure = da.abs() > 0.99 * g.lr;  // coordinates whose gradient is not ~0 (|g| >> eps)
+    moved += sure.sum().item<int64_t>();
+    same_sign += (sure & (da.sign() == db.sign())).sum().item<int64_t>();
+    in_range += (sure & (db.abs() >= 0.999 * da.abs()) & (db.abs() <= 2.001 * g.lr)).sum().item<int64_t>();
+  }
+  ASSERT_GT(moved, 1000);
+  EXPECT_GE(same_sign, moved - moved / 1000) << moved;  // float rounding may flip a near-zero few
+  EXPECT_GE(in_range, moved - moved / 1000) << moved;
+}
+
 // Warm-start a micro model on 1-digit addition, then GRPO: the reward of the last steps must
 // beat the first steps'. Margin from 5 seeds (see the comment in the test body).
 double reward_gain(uint64_t seed) {

@@ -248,6 +248,37 @@ TEST_F(CoordinatorRpc, DownloadResumesFromAnOffsetAndHashChecks) {
 namespace meshrl::rpc {
 namespace {
 
+// [model] device is for the nodes: a coordinator told "cuda" keeps its weights on the CPU, where
+// merging, hashing and encoding work. Before, it loaded them onto the device and its first download
+// failed ("must be on the CPU", seen on an H200), or it refused to start on a machine without one.
+TEST(CoordinatorRpcDevice, ModelDeviceIsForTheNodesTheCoordinatorServesFromTheCpu) {
+  const fs::path dir = fs::temp_directory_path() / ("meshrl-rpc-device-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  mesh::CoordinatorOptions o;
+  o.run_dir = dir;
+  o.config = mesh::parse_mesh_run_config(kRun, "test.toml", {"--model.device=cuda"}).value();
+  auto coord = mesh::Coordinator::start(o);
+  ASSERT_TRUE(coord.is_ok()) << coord.status().message();
+  auto server = CoordinatorServer::start(*coord.value(), {}).value();
+  ChannelOptions co;
+  co.target = "127.0.0.1:" + std::to_string(server->port());
+  auto client = make_grpc_client(co).value();
+  v1::JoinRequest req;
+  req.set_protocol_version(mesh::kProtocolVersion);
+  req.set_name("paris");
+  req.set_signing_key(trust::SigningKey::generate().public_key());
+  auto j = client->join(req).value();
+  ASSERT_TRUE(j.accepted());
+  auto d = client->download_weights("paris", j.session(), 0);
+  ASSERT_TRUE(d.is_ok()) << d.status().message();
+  auto w = mesh::decode_update(d.value().bytes, {});
+  ASSERT_TRUE(w.is_ok()) << w.status().message();
+  EXPECT_GT(w.value().size(), 0u);
+  server->shutdown();
+  coord.value()->stop();
+  fs::remove_all(dir);
+}
+
 // With the fp32 codec, outer lr 1 and no momentum, one node's round must land the coordinator
 // exactly on that node's local weights (theta - (theta - local) = local up to one float rounding):
 // the sign and scale of the whole pseudo-gradient path, checked with numbers.
