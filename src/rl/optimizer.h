@@ -87,7 +87,7 @@ class Optimizer {
   // advances the step counter. Call after backward().
   OptimizerStepInfo step();
   // The pooled-second-moment step (pooled_batches > 1): half_spread[i] is d for parameter i (an
-  // undefined tensor where the parameter has no gradient). Clipping scales d with the gradient.
+  // undefined tensor where the parameter has no gradient). Clipping scales d, in place, with the gradient.
   // With pooled_batches == 1 the spread is ignored and this is step().
   OptimizerStepInfo step(const std::vector<torch::Tensor>& half_spread);
   bool pools_second_moment() const { return config_.pooled_batches > 1; }

@@ -244,8 +244,11 @@ TrainStats GrpoTrainer::train_step(const Rollouts& r, const torch::Tensor& advan
     auto out = grpo_loss(lp.logprobs, sl(logp_old), sl(adv), mb_mask, lc, logp_ref.defined() ? sl(logp_ref) : torch::Tensor());
     out.loss.backward();
     Pass p{out.loss.item<double>(), out.clip_fraction, out.kl, out.ratio_mean, 0, 0, false};
-    // The share of the loss's normaliser these rows hold (token: masked tokens; else sequences).
-    p.weight = lc.normalization == LossNormalization::kToken ? mb_mask.sum().item<double>() : static_cast<double>(to - from);
+    // The share of the loss's normaliser these rows hold: masked tokens (token), sequences with a
+    // token (sequence), rows (constant).
+    p.weight = lc.normalization == LossNormalization::kToken      ? mb_mask.sum().item<double>()
+               : lc.normalization == LossNormalization::kSequence ? (mb_mask.sum(1) > 0).sum().item<double>()
+                                                                  : static_cast<double>(to - from);
     if (with_entropy && lp.entropy.defined()) {
       p.entropy = masked_mean(lp.entropy.detach(), mb_mask).item<double>();
       p.has_entropy = true;
@@ -265,7 +268,8 @@ TrainStats GrpoTrainer::train_step(const Rollouts& r, const torch::Tensor& advan
       const int64_t mid = from + (groups / 2) * G;
       Pass pass;
       OptimizerStepInfo info;
-      if (optimizer_.pools_second_moment() && groups >= 2 && (to - from) % G == 0) {
+      auto has_tokens = [&](int64_t a, int64_t b) { return mask.narrow(0, a, b - a).sum().item<double>() > 0; };
+      if (optimizer_.pools_second_moment() && groups >= 2 && (to - from) % G == 0 && has_tokens(from, mid) && has_tokens(mid, to)) {
         const Pass a = forward_backward(from, mid, with_entropy);
         std::vector<torch::Tensor> grad_a;
         for (const auto& p : params) grad_a.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
