@@ -9,9 +9,10 @@
 // K nodes, each normalised by the second moment of its own batch, E[g^2] = mu^2 + s^2; one AdamW
 // step on the K batches pooled would use mu^2 + s^2 / K. Where the gradient is mostly noise, each
 // node's step (the signal it carries included) is then up to sqrt(K) times smaller than the pooled
-// step's, so the mean of the K steps is not one pooled step even when averaged after every step. With K > 1 the caller also passes, per
-// parameter, d = sqrt(wA wB) (gA - gB) from the two halves of its batch (weights wA + wB = 1,
-// g = wA gA + wB gB), an unbiased estimate of the noise: E[d^2] = s^2. The step then divides by
+// step's, so the mean of the K steps is not one pooled step even when averaged after every step.
+// With K > 1 the caller also passes, per parameter, d = sqrt(wA wB) (gA - gB) from the two halves
+// of its batch (weights wA + wB = 1, g = wA gA + wB gB), an unbiased estimate of the noise:
+// E[d^2] = s^2. The step then divides by
 //   v = max(EMA(g^2) - (1 - 1/K) EMA(d^2), EMA(g^2) / K)
 // (the floor is the pure-noise case), and is otherwise AdamW's own formula, so that the mean of K
 // such steps preconditions like one AdamW step on the pooled batch.
@@ -87,8 +88,8 @@ class Optimizer {
   // advances the step counter. Call after backward().
   OptimizerStepInfo step();
   // The pooled-second-moment step (pooled_batches > 1): half_spread[i] is d for parameter i (an
-  // undefined tensor where the parameter has no gradient). Clipping scales d, in place, with the gradient.
-  // With pooled_batches == 1 the spread is ignored and this is step().
+  // undefined tensor where the parameter has no gradient). Clipping scales d, in place, with the
+  // gradient. With pooled_batches == 1 the spread is ignored and this is step().
   OptimizerStepInfo step(const std::vector<torch::Tensor>& half_spread);
   bool pools_second_moment() const { return config_.pooled_batches > 1; }
   void zero_grad();
