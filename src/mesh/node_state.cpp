@@ -206,9 +206,10 @@ Result<rl::OptimizerState> fit_node_state(const NodeState& s, const std::vector<
     if (!m) continue;
     auto it = index.find(s.param_names[i]);
     const torch::Tensor* mine = it == index.end() ? nullptr : &model_params[it->second].second;
-    if (!mine || m->exp_avg.sizes() != mine->sizes() || m->exp_avg_sq.sizes() != mine->sizes() ||
-        (m->noise_sq.defined() && m->noise_sq.sizes() != mine->sizes()))
+    if (!mine || m->exp_avg.sizes() != mine->sizes() || m->exp_avg_sq.sizes() != mine->sizes())
       return misfit("AdamW moment of '" + s.param_names[i] + "'", m->exp_avg, mine);
+    if (m->noise_sq.defined() && m->noise_sq.sizes() != mine->sizes())
+      return misfit("noise EMA of '" + s.param_names[i] + "'", m->noise_sq, mine);
     out.params[it->second] = m;
   }
   return out;
