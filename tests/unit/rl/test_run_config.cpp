@@ -145,6 +145,8 @@ TEST(RunConfig, BadOverridesNameTheKey) {
   EXPECT_NE(error_of("", {"--task.arithmetic.digits=x"}).find("arithmetic.digits"), std::string::npos);
   EXPECT_NE(error_of("", {"--task.arithmetic.digits=9"}).find("arithmetic.digits"), std::string::npos);
   EXPECT_NE(error_of("", {"--grpo"}).find("not an override"), std::string::npos);
+  EXPECT_NE(error_of("", {"--grpo.adam_pooled_batches=0"}).find("[grpo] adam_pooled_batches must be in [1, 1024], got 0"),
+            std::string::npos);
 }
 
 TEST(RunConfig, EffectiveConfigReadsBackToTheSameValues) {
