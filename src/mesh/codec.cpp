@@ -47,6 +47,7 @@ class WireCodec final : public UpdateCodec {
     options.block_size = config_.block_size;
     options.zstd_level = config_.zstd_level;
     options.stochastic_rounding = config_.stochastic_rounding;
+    options.int2_density = config_.int2_density;
     options.seed = rounding_seed;
     return write_update(views, options);
   }
@@ -75,6 +76,9 @@ Result<std::unique_ptr<UpdateCodec>> make_codec(const CodecConfig& config) {
   if (config.zstd_level != 0 && (config.zstd_level < ZSTD_minCLevel() || config.zstd_level > ZSTD_maxCLevel()))
     return invalid_argument("[codec] zstd_level must be 0 (off) or in " + std::to_string(ZSTD_minCLevel()) + ".." +
                             std::to_string(ZSTD_maxCLevel()) + ", got " + std::to_string(config.zstd_level));
+  if (!(config.int2_density >= 0.0 && config.int2_density <= 1.0) || (config.int2_density > 0.0 && config.id != CodecId::kInt2))
+    return invalid_argument("[codec] int2_density must be 0, or in (0, 1] with codec int2; got " +
+                            std::to_string(config.int2_density) + " with " + std::string(codec_name(config.id)));
   return std::unique_ptr<UpdateCodec>(std::make_unique<WireCodec>(config));
 }
 

@@ -26,6 +26,7 @@ struct CodecConfig {
   uint32_t block_size = kDefaultBlockSize;  // int8 / int4: values per scale, 1..65536
   int zstd_level = 3;                       // 0 = no zstd; 1..19 usual (3 is zstd's default)
   bool stochastic_rounding = false;         // see quantize.h; off by default
+  double int2_density = 0.0;                // int2 only: 0 = absmax ternary; (0, 1] = sparse (quantize.h)
 };
 
 class UpdateCodec {

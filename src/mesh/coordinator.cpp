@@ -67,6 +67,7 @@ Result<CodecConfig> codec_config(const MeshSection& m) {
   c.id = *id;
   c.block_size = static_cast<uint32_t>(m.block_size);
   c.zstd_level = static_cast<int>(m.zstd_level);
+  c.int2_density = m.int2_density;
   return c;
 }
 

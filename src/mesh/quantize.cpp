@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/check.h"
 #include "core/splitmix64.h"
@@ -77,6 +78,39 @@ void quantize_blockwise(std::span<const float> x, int max_level, const QuantizeC
         codes[i] = static_cast<int8_t>(q);
       }
     }
+  }
+}
+
+void quantize_ternary_topk(std::span<const float> x, double density, size_t block_size, std::span<float> scales,
+                           std::span<int8_t> codes) {
+  const size_t n = x.size();
+  MESHRL_CHECK(density > 0.0 && density <= 1.0, "[quantize] ternary density must be in (0, 1], got " << density);
+  MESHRL_CHECK(codes.size() == n, "[quantize] codes must be [" << n << "], got [" << codes.size() << "]");
+  MESHRL_CHECK(scales.size() == quant_n_blocks(n, block_size),
+               "[quantize] scales must be [" << quant_n_blocks(n, block_size) << "], got [" << scales.size() << "]");
+  std::vector<uint32_t> order;
+  for (size_t b = 0, begin = 0; begin < n; ++b, begin += block_size) {
+    const size_t end = std::min(n, begin + block_size), len = end - begin;
+    std::fill(codes.begin() + begin, codes.begin() + end, int8_t{0});
+    order.clear();
+    for (size_t i = begin; i < end; ++i) {
+      MESHRL_CHECK(std::isfinite(x[i]), "[quantize] block " << b << " holds a non-finite value");
+      if (x[i] != 0.0f) order.push_back(static_cast<uint32_t>(i - begin));
+    }
+    const size_t k = std::min(order.size(), std::max<size_t>(1, static_cast<size_t>(std::lround(density * len))));
+    // Larger magnitude first; equal magnitudes by position, so the choice never depends on the sort.
+    auto larger = [&](uint32_t a, uint32_t c) {
+      const float fa = std::fabs(x[begin + a]), fc = std::fabs(x[begin + c]);
+      return fa != fc ? fa > fc : a < c;
+    };
+    if (k < order.size()) std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(), larger);
+    double sum = 0.0;
+    for (size_t j = 0; j < k; ++j) {
+      const size_t i = begin + order[j];
+      sum += std::fabs(static_cast<double>(x[i]));
+      codes[i] = x[i] > 0.0f ? int8_t{1} : int8_t{-1};
+    }
+    scales[b] = k == 0 ? 0.0f : static_cast<float>(sum / static_cast<double>(k));
   }
 }
 

@@ -126,6 +126,9 @@ Result<std::string> write_update(std::span<const UpdateTensorView> tensors, cons
   if (options.zstd_level != 0 && (options.zstd_level < ZSTD_minCLevel() || options.zstd_level > ZSTD_maxCLevel()))
     return invalid_argument("[update] encode: zstd_level must be 0 (off) or in " + std::to_string(ZSTD_minCLevel()) +
                             ".." + std::to_string(ZSTD_maxCLevel()) + ", got " + std::to_string(options.zstd_level));
+  if (!(options.int2_density >= 0.0 && options.int2_density <= 1.0) || (options.int2_density > 0.0 && codec != CodecId::kInt2))
+    return invalid_argument("[update] encode: int2_density must be 0, or in (0, 1] with codec int2; got " +
+                            std::to_string(options.int2_density) + " with " + std::string(codec_name(codec)));
   if (tensors.size() > UINT32_MAX) return invalid_argument("[update] encode: too many tensors");
   const uint32_t block_size = codec == CodecId::kFp32 ? 0 : options.block_size;
 
@@ -160,7 +163,10 @@ Result<std::string> write_update(std::span<const UpdateTensorView> tensors, cons
       qc.seed = options.seed + 0x9e3779b97f4a7c15ULL * (t + 1);
       scales.resize(quant_n_blocks(numel, block_size));
       codes.resize(numel);
-      quantize_blockwise(v.values, max_level(codec), qc, scales, codes);
+      if (options.int2_density > 0.0)
+        quantize_ternary_topk(v.values, options.int2_density, block_size, scales, codes);
+      else
+        quantize_blockwise(v.values, max_level(codec), qc, scales, codes);
       raw.assign(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));
       if (codec == CodecId::kInt8) {
         raw.append(reinterpret_cast<const char*>(codes.data()), codes.size());

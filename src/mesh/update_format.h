@@ -69,6 +69,9 @@ struct UpdateEncodeOptions {
   int zstd_level = 3;                       // 0 = store payloads uncompressed; else 1..22 (negative: zstd's fast levels)
   bool stochastic_rounding = false;
   uint64_t seed = 0;  // stochastic rounding only; tensor t uses seed mixed with t
+  // int2 only: 0 rounds every value against its block's absmax; in (0, 1] sends each block's
+  // largest density share as +-mean magnitude (quantize_ternary_topk). The decoder is the same.
+  double int2_density = 0.0;
 };
 
 // Encodes the tensors in order. Fails (kInvalidArgument, naming the tensor) on an empty, too long

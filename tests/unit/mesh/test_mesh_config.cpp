@@ -48,6 +48,12 @@ TEST(MeshConfig, UnknownKeysWrongTypesAndRangesAreErrors) {
   auto range = parse_mesh_run_config("[mesh]\nquorum = 1.5\n", "run.toml");
   ASSERT_FALSE(range.is_ok());
   EXPECT_NE(range.status().message().find("quorum must be in (0, 1]"), std::string::npos) << range.status().message();
+  auto density = parse_mesh_run_config(kRun, "run.toml", {"--mesh.int2_density=0.0625"});  // kRun's codec is int4
+  ASSERT_FALSE(density.is_ok());
+  EXPECT_NE(density.status().message().find("int2_density must be 0 unless codec is \"int2\", got 0.0625 with codec \"int4\""),
+            std::string::npos) << density.status().message();
+  EXPECT_TRUE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.int2_density=0.0625"}).is_ok());
+  EXPECT_FALSE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.int2_density=1.5"}).is_ok());
   auto mode = parse_mesh_run_config("", "run.toml", {"--mesh.mode=fast"});
   ASSERT_FALSE(mode.is_ok());
   auto other = parse_mesh_run_config("[grpo]\nstepz = 1\n", "run.toml");
