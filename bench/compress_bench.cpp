@@ -68,25 +68,31 @@ void run_compress_bench(const BenchOptions& options) {
   struct Variant {
     mesh::CodecId id;
     int zstd_level;
+    uint32_t block_size = mesh::kDefaultBlockSize;
+    double int2_density = 0.0;  // > 0: sparse ternary (quantize.h)
   };
   const Variant variants[] = {{mesh::CodecId::kFp32, 0}, {mesh::CodecId::kFp32, 3}, {mesh::CodecId::kInt8, 0},
                               {mesh::CodecId::kInt8, 3}, {mesh::CodecId::kInt4, 0}, {mesh::CodecId::kInt4, 3},
-                              {mesh::CodecId::kInt2, 0}, {mesh::CodecId::kInt2, 3}};
+                              {mesh::CodecId::kInt2, 0}, {mesh::CodecId::kInt2, 3}, {mesh::CodecId::kInt2, 3, 512},
+                              {mesh::CodecId::kInt2, 3, 1024, 1.0 / 16}, {mesh::CodecId::kInt2, 19, 1024, 1.0 / 16},
+                              {mesh::CodecId::kInt2, 3, 1024, 1.0 / 32}};
   for (const auto& v : variants) {
     mesh::CodecConfig cfg;
     cfg.id = v.id;
     cfg.zstd_level = v.zstd_level;
+    cfg.block_size = v.block_size;
+    cfg.int2_density = v.int2_density;
     auto codec = mesh::make_codec(cfg).value();
     std::string bytes;
     auto enc = time_median([&] { bytes = codec->encode(delta).value(); }, options.reps);
     mesh::NamedTensors decoded;
     auto dec = time_median([&] { decoded = codec->decode(bytes, limits).value(); }, options.reps);
     std::printf(
-        "{\"bench\":\"compress\",\"model\":\"%s\",\"codec\":\"%s\",\"zstd_level\":%d,\"block_size\":%u,"
+        "{\"bench\":\"compress\",\"model\":\"%s\",\"codec\":\"%s\",\"zstd_level\":%d,\"block_size\":%u,\"int2_density\":%g,"
         "\"threads\":%d,\"delta\":\"adamw-3-steps\",\"n_params\":%.0f,\"bytes\":%zu,\"ratio_to_fp32\":%.2f,"
         "\"encode_mb_s\":%.1f,\"decode_mb_s\":%.1f,\"rel_error\":%.5f,\"reps\":%d}\n",
         options.model.c_str(), std::string(mesh::codec_name(v.id)).c_str(), v.zstd_level,
-        v.id == mesh::CodecId::kFp32 ? 0u : cfg.block_size, options.threads, n_params, bytes.size(),
+        v.id == mesh::CodecId::kFp32 ? 0u : cfg.block_size, v.int2_density, options.threads, n_params, bytes.size(),
         fp32_bytes / static_cast<double>(bytes.size()), fp32_bytes / 1e6 / enc.median_s, fp32_bytes / 1e6 / dec.median_s,
         relative_error(delta, decoded), options.reps);
     std::fflush(stdout);
