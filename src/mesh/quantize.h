@@ -66,9 +66,11 @@ void quantize_blockwise(std::span<const float> x, int max_level, const QuantizeC
 // max(1, round(density * block length)) largest-magnitude values, sent as sign * s_b, where s_b is
 // the mean magnitude of the kept values (the least-squares scale for that support); every other
 // value becomes 0, and error feedback (error_feedback.h) carries it to the next round. Same wire
-// layout and decoder as absmax ternary. Why: ternary rounding against the absmax keeps every value
-// above absmax / 2, and once error feedback has flattened the residual that is ~30% of them
-// (~1.1 bits per value after zstd, measured on the demo); keeping 1 in 16 entropy-codes to ~0.4.
+// layout and decoder as absmax ternary. Why it exists: absmax ternary keeps every value above
+// absmax / 2, which once error feedback has flattened the residual is about a quarter of them
+// (~1.1 bits per value after zstd on the demo); 1 in 16 takes ~0.5. The price is delay: what a
+// block does not send waits rounds in the residual, and on the demo 1/16 at H = 2 ended at 57%
+// held-out pass@1 against 76% (BENCHMARKS.md, "demo", session 9). For byte-starved links only.
 // Ties at the k-th magnitude are broken by position (lowest index first); zeros are never kept,
 // so a block with fewer than k non-zero values keeps just those (an all-zero block: scale 0).
 // x [P] finite (checked), density in (0, 1] -> scales [n_blocks(P)], codes [P] in -1..1.
