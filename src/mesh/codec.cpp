@@ -48,7 +48,6 @@ class WireCodec final : public UpdateCodec {
     options.zstd_level = config_.zstd_level;
     options.stochastic_rounding = config_.stochastic_rounding;
     options.int2_density = config_.int2_density;
-    options.int2_mean_scale = config_.int2_mean_scale;
     options.seed = rounding_seed;
     return write_update(views, options);
   }
@@ -80,9 +79,6 @@ Result<std::unique_ptr<UpdateCodec>> make_codec(const CodecConfig& config) {
   if (!(config.int2_density >= 0.0 && config.int2_density <= 1.0) || (config.int2_density > 0.0 && config.id != CodecId::kInt2))
     return invalid_argument("[codec] int2_density must be 0, or in (0, 1] with codec int2; got " +
                             std::to_string(config.int2_density) + " with " + std::string(codec_name(config.id)));
-  if (config.int2_mean_scale && (config.id != CodecId::kInt2 || config.int2_density > 0.0))
-    return invalid_argument("[codec] int2_mean_scale needs codec int2 with int2_density 0; got " +
-                            std::string(codec_name(config.id)) + " with density " + std::to_string(config.int2_density));
   return std::unique_ptr<UpdateCodec>(std::make_unique<WireCodec>(config));
 }
 

@@ -68,7 +68,6 @@ Result<CodecConfig> codec_config(const MeshSection& m) {
   c.block_size = static_cast<uint32_t>(m.block_size);
   c.zstd_level = static_cast<int>(m.zstd_level);
   c.int2_density = m.int2_density;
-  c.int2_mean_scale = m.int2_mean_scale;
   return c;
 }
 

@@ -31,7 +31,7 @@ std::vector<Field> fields_of(MeshSection& m) {
       {"outer_lr", &m.outer_lr},       {"outer_momentum", &m.outer_momentum},
       {"outer_nesterov", &m.outer_nesterov}, {"codec", &m.codec},
       {"block_size", &m.block_size},   {"zstd_level", &m.zstd_level},
-      {"int2_density", &m.int2_density}, {"int2_mean_scale", &m.int2_mean_scale},
+      {"int2_density", &m.int2_density},
       {"lease_s", &m.lease_s},         {"heartbeat_s", &m.heartbeat_s},
       {"eval_every_rounds", &m.eval_every_rounds}, {"n_eval", &m.n_eval},
       {"overlap", &m.overlap},         {"seed", &m.seed},
@@ -75,9 +75,6 @@ Status validate_mesh_section(const MeshSection& m, const std::string& s) {
   if (!(m.int2_density >= 0 && m.int2_density <= 1)) return bad("int2_density", "in [0, 1]", rl::format_double(m.int2_density));
   if (m.int2_density > 0 && m.codec != "int2")
     return bad("int2_density", "0 unless codec is \"int2\"", rl::format_double(m.int2_density) + " with codec \"" + m.codec + "\"");
-  if (m.int2_mean_scale && (m.codec != "int2" || m.int2_density > 0))
-    return bad("int2_mean_scale", "false unless codec is \"int2\" with int2_density 0",
-               "true with codec \"" + m.codec + "\" and int2_density " + rl::format_double(m.int2_density));
   if (m.zstd_level < 0 || m.zstd_level > 19) return bad("zstd_level", "in [0, 19]", std::to_string(m.zstd_level));
   if (!(m.lease_s > 0)) return bad("lease_s", "> 0", rl::format_double(m.lease_s));
   if (!(m.heartbeat_s > 0 && m.heartbeat_s < m.lease_s)) return bad("heartbeat_s", "in (0, lease_s)", rl::format_double(m.heartbeat_s));

@@ -31,7 +31,6 @@ struct MeshSection {
   std::string codec = "int8";       // pseudo-gradients and broadcasts: int8 | int4 | int2 | fp32
   int64_t block_size = 256;         // values per quantisation scale
   double int2_density = 0.0;        // int2: 0 = absmax ternary; (0, 1] = each block's largest share only (quantize.h)
-  bool int2_mean_scale = false;     // int2, density 0: absmax ternary's values sent at their mean magnitude (quantize.h)
   int64_t zstd_level = 3;           // 0 = no zstd
   double lease_s = 30;              // a node silent this long is dropped, > 0
   double heartbeat_s = 2;           // how often nodes renew their lease, > 0 and < lease_s

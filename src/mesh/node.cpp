@@ -217,7 +217,6 @@ class NodeRunner {
     cc.block_size = static_cast<uint32_t>(cfg_.mesh.block_size);
     cc.zstd_level = static_cast<int>(cfg_.mesh.zstd_level);
     cc.int2_density = cfg_.mesh.int2_density;
-    cc.int2_mean_scale = cfg_.mesh.int2_mean_scale;
     MESHRL_ASSIGN_OR_RETURN(codec_, make_codec(cc));
     limits_.max_decoded_bytes = static_cast<uint64_t>(params_.numel()) * 4;
     limits_.max_tensors = static_cast<uint32_t>(params_.size());

@@ -114,31 +114,6 @@ void quantize_ternary_topk(std::span<const float> x, double density, size_t bloc
   }
 }
 
-void quantize_ternary_mean_scale(std::span<const float> x, size_t block_size, std::span<float> scales,
-                                 std::span<int8_t> codes) {
-  const size_t n = x.size();
-  MESHRL_CHECK(codes.size() == n, "[quantize] codes must be [" << n << "], got [" << codes.size() << "]");
-  MESHRL_CHECK(scales.size() == quant_n_blocks(n, block_size),
-               "[quantize] scales must be [" << quant_n_blocks(n, block_size) << "], got [" << scales.size() << "]");
-  for (size_t b = 0, begin = 0; begin < n; ++b, begin += block_size) {
-    const size_t end = std::min(n, begin + block_size);
-    float absmax = 0.0f;
-    for (size_t i = begin; i < end; ++i) {
-      MESHRL_CHECK(std::isfinite(x[i]), "[quantize] block " << b << " holds a non-finite value");
-      absmax = std::max(absmax, std::fabs(x[i]));
-    }
-    const double half = 0.5 * static_cast<double>(absmax);
-    double sum = 0.0;
-    size_t kept = 0;
-    for (size_t i = begin; i < end; ++i) {
-      const double a = std::fabs(static_cast<double>(x[i]));
-      codes[i] = a > half ? (x[i] > 0.0f ? int8_t{1} : int8_t{-1}) : int8_t{0};
-      if (a > half) sum += a, ++kept;
-    }
-    scales[b] = kept == 0 ? 0.0f : static_cast<float>(sum / static_cast<double>(kept));
-  }
-}
-
 void dequantize_blockwise(std::span<const float> scales, std::span<const int8_t> codes, size_t block_size,
                           std::span<float> out) {
   const size_t n = codes.size();

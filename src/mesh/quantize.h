@@ -77,16 +77,6 @@ void quantize_blockwise(std::span<const float> x, int max_level, const QuantizeC
 void quantize_ternary_topk(std::span<const float> x, double density, size_t block_size, std::span<float> scales,
                            std::span<int8_t> codes);
 
-// Ternary with a least-squares scale (the int2 codec with [mesh] int2_mean_scale): the support of
-// absmax ternary (|x| > absmax / 2; a value at exactly half is dropped) sent as sign * s_b, with
-// s_b the mean magnitude of the kept values instead of the absmax. Absmax ternary sends every kept
-// value as the largest one, overshooting the rest, and error feedback then spends later rounds
-// correcting the overshoot; the mean scale leaves less behind at the same bytes (simulated:
-// 0.90 rounds' worth of update held back against 1.08, at 21% non-zero against 22%).
-// x [P] finite (checked) -> scales [n_blocks(P)], codes [P] in -1..1.
-void quantize_ternary_mean_scale(std::span<const float> x, size_t block_size, std::span<float> scales,
-                                 std::span<int8_t> codes);
-
 // scales [n_blocks(P)], codes [P] -> out [P]: out_i = codes_i * scales_{i / block_size}.
 void dequantize_blockwise(std::span<const float> scales, std::span<const int8_t> codes, size_t block_size,
                           std::span<float> out);

@@ -129,9 +129,6 @@ Result<std::string> write_update(std::span<const UpdateTensorView> tensors, cons
   if (!(options.int2_density >= 0.0 && options.int2_density <= 1.0) || (options.int2_density > 0.0 && codec != CodecId::kInt2))
     return invalid_argument("[update] encode: int2_density must be 0, or in (0, 1] with codec int2; got " +
                             std::to_string(options.int2_density) + " with " + std::string(codec_name(codec)));
-  if (options.int2_mean_scale && (codec != CodecId::kInt2 || options.int2_density > 0.0))
-    return invalid_argument("[update] encode: int2_mean_scale needs codec int2 with int2_density 0; got " +
-                            std::string(codec_name(codec)) + " with density " + std::to_string(options.int2_density));
   if (tensors.size() > UINT32_MAX) return invalid_argument("[update] encode: too many tensors");
   const uint32_t block_size = codec == CodecId::kFp32 ? 0 : options.block_size;
 
@@ -168,8 +165,6 @@ Result<std::string> write_update(std::span<const UpdateTensorView> tensors, cons
       codes.resize(numel);
       if (options.int2_density > 0.0)
         quantize_ternary_topk(v.values, options.int2_density, block_size, scales, codes);
-      else if (options.int2_mean_scale)
-        quantize_ternary_mean_scale(v.values, block_size, scales, codes);
       else
         quantize_blockwise(v.values, max_level(codec), qc, scales, codes);
       raw.assign(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));

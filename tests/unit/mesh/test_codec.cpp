@@ -92,13 +92,6 @@ TEST(Codec, SparseTernaryIsSmallerOnTheWireAndAnyInt2ReceiverDecodesIt) {
   auto back = make_codec(absmax).value()->decode(s, kLimits).value();
   EXPECT_EQ(back.tensors[0].ne(0).sum().item<int64_t>(), static_cast<int64_t>(n / 16));
   EXPECT_EQ(back.tensors[0].sign().ne(set.tensors[0].sign()).logical_and(back.tensors[0].ne(0)).sum().item<int64_t>(), 0);
-  CodecConfig mean = absmax;
-  mean.int2_mean_scale = true;
-  auto mean_back = make_codec(absmax).value()->decode(make_codec(mean).value()->encode(set).value(), kLimits).value();
-  EXPECT_TRUE(torch::equal(mean_back.tensors[0].ne(0), make_codec(absmax).value()->decode(a, kLimits).value().tensors[0].ne(0)))
-      << "the mean scale keeps absmax ternary's support";
-  mean.int2_density = 0.25;
-  EXPECT_FALSE(make_codec(mean).is_ok()) << "a density picks its own support";
   CodecConfig int8{CodecId::kInt8, 64, 3, false};
   int8.int2_density = 0.5;
   auto refused = make_codec(int8);

@@ -54,11 +54,6 @@ TEST(MeshConfig, UnknownKeysWrongTypesAndRangesAreErrors) {
             std::string::npos) << density.status().message();
   EXPECT_TRUE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.int2_density=0.0625"}).is_ok());
   EXPECT_FALSE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.int2_density=1.5"}).is_ok());
-  auto mean = parse_mesh_run_config(kRun, "run.toml", {"--mesh.int2_mean_scale=true"});
-  ASSERT_FALSE(mean.is_ok());
-  EXPECT_NE(mean.status().message().find("int2_mean_scale must be false unless codec is \"int2\" with int2_density 0"),
-            std::string::npos) << mean.status().message();
-  EXPECT_TRUE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.int2_mean_scale=true"}).is_ok());
   auto mode = parse_mesh_run_config("", "run.toml", {"--mesh.mode=fast"});
   ASSERT_FALSE(mode.is_ok());
   auto other = parse_mesh_run_config("[grpo]\nstepz = 1\n", "run.toml");

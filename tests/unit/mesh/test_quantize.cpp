@@ -306,48 +306,6 @@ TEST(QuantizeTernaryTopk, MostOfAbsmaxTernarysEnergyFromAQuarterOfTheValues) {
   EXPECT_GT(1 - std::pow(rel(out), 2), 0.6 * (1 - std::pow(rel(absmax.out), 2)));
 }
 
-TEST(QuantizeTernaryMeanScale, AbsmaxTernarysSupportAtTheMeanMagnitude) {
-  // Same non-zero codes as absmax ternary (up to values at exactly half the absmax, which round
-  // to even there and are dropped here), scale = mean kept magnitude, and a smaller error: on
-  // N(0, 1), block 512, 0.75 of ||x|| left against 0.84 for absmax ternary.
-  auto x = gaussian(1 << 16, 1.0, 11);
-  QuantizeConfig cfg;
-  cfg.block_size = 512;
-  auto absmax = round_trip(x, kInt2MaxLevel, cfg);
-  Ternary t{std::vector<float>(quant_n_blocks(x.size(), 512)), std::vector<int8_t>(x.size())};
-  quantize_ternary_mean_scale(x, 512, t.scales, t.codes);
-  EXPECT_EQ(t.codes, absmax.codes);
-  for (size_t b = 0; b < t.scales.size(); ++b) {
-    double sum = 0;
-    size_t kept = 0;
-    for (size_t i = b * 512; i < (b + 1) * 512; ++i)
-      if (t.codes[i] != 0) sum += std::fabs(static_cast<double>(x[i])), ++kept;
-    ASSERT_GT(kept, 0u);
-    EXPECT_EQ(t.scales[b], static_cast<float>(sum / static_cast<double>(kept))) << "block " << b;
-    EXPECT_LT(t.scales[b], absmax.scales[b]) << "block " << b;
-  }
-  std::vector<float> out(x.size());
-  dequantize_blockwise(t.scales, t.codes, 512, out);
-  double num_mean = 0, num_absmax = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    num_mean += std::pow(static_cast<double>(out[i]) - x[i], 2);
-    num_absmax += std::pow(static_cast<double>(absmax.out[i]) - x[i], 2);
-    den += static_cast<double>(x[i]) * x[i];
-  }
-  EXPECT_NEAR(std::sqrt(num_mean / den), 0.746, 0.01);  // measured on this seed
-  EXPECT_NEAR(std::sqrt(num_absmax / den), 0.840, 0.01);
-  // Half the absmax exactly is dropped; an all-zero block has scale 0 and codes 0.
-  std::vector<float> edge = {2, 1, -1, 0.5f, 0, 0, 0, 0};
-  Ternary e{std::vector<float>(2), std::vector<int8_t>(8)};
-  quantize_ternary_mean_scale(edge, 4, e.scales, e.codes);
-  EXPECT_EQ(e.codes, (std::vector<int8_t>{1, 0, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(e.scales[0], 2.0f);
-  EXPECT_EQ(e.scales[1], 0.0f);
-  std::vector<float> bad = {1, std::numeric_limits<float>::infinity()};
-  Ternary b2{std::vector<float>(1), std::vector<int8_t>(2)};
-  EXPECT_THROW(quantize_ternary_mean_scale(bad, 4, b2.scales, b2.codes), CheckFailure);
-}
-
 TEST(Quantize, Int8ErrorOnGaussianIsSmall) {
   // ||deq - x|| / ||x|| on N(0,1), block 64: about 0.006 for int8 and 0.108 for int4 (quantize.h).
   auto x = gaussian(1 << 16, 1.0, 11);
