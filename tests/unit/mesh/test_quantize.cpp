@@ -2,8 +2,8 @@
 //   build-codec/tests/test_mesh --gtest_filter='Quantize*'
 #include <gtest/gtest.h>
 
-#include <cfloat>
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <random>
