@@ -135,9 +135,11 @@ def node_killed(meshrl):
 
 def late_joiner(meshrl):
     """A node joining at version k downloads version k (hash-checked) and trains from it."""
-    # Two rounds beyond the join at least: a node that joins while the last round is closing has
-    # nothing left to contribute to (seen: joined at 3 of 4, no update recorded).
-    m = Mesh(meshrl, "late", ["--mesh.rounds=6"])
+    # Rounds to spare after the join: a node that joins while the last round is closing has
+    # nothing left to contribute to (seen: joined at 3 of 4, no update recorded). Two nodes close
+    # a round of the tiny run in ~0.4 s while a new node process takes ~3 s to start and join, so
+    # 6 rounds once ended before toronto joined (CI, joined at 6 of 6); 20 leave ~12 after it.
+    m = Mesh(meshrl, "late", ["--mesh.rounds=20"])
     m.start_coordinator()
     for n in ["paris", "zurich"]:
         m.start_node(n)
