@@ -82,6 +82,17 @@ Result<std::unique_ptr<UpdateCodec>> make_codec(const CodecConfig& config) {
   return std::unique_ptr<UpdateCodec>(std::make_unique<WireCodec>(config));
 }
 
+Result<CodecConfig> codec_config(const MeshSection& m) {
+  CodecConfig c;
+  auto id = codec_from_name(m.codec);
+  if (!id) return invalid_argument("[mesh] codec '" + m.codec + "' unknown");
+  c.id = *id;
+  c.block_size = static_cast<uint32_t>(m.block_size);
+  c.zstd_level = static_cast<int>(m.zstd_level);
+  c.int2_density = m.int2_density;
+  return c;
+}
+
 Result<NamedTensors> decode_update(std::string_view bytes, const UpdateDecodeLimits& limits, std::string_view source) {
   MESHRL_ASSIGN_OR_RETURN(auto parsed, parse_update(bytes, limits, source));
   return decode_parsed(parsed, source);

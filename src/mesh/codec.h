@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "mesh/mesh_config.h"
 #include "mesh/named_tensors.h"
 #include "mesh/update_format.h"
 
@@ -48,6 +49,10 @@ class UpdateCodec {
 
 // Fails (kInvalidArgument) on an unknown codec id, block size or zstd level out of range.
 Result<std::unique_ptr<UpdateCodec>> make_codec(const CodecConfig& config);
+
+// The run's codec as [mesh] sets it, the one place the coordinator and the nodes read it from.
+// Fails (kInvalidArgument) on an unknown codec name.
+Result<CodecConfig> codec_config(const MeshSection& mesh);
 
 // Decodes any codec's bytes into new contiguous float32 CPU tensors with the encoded names and
 // shapes. All failures of parse_update / decode_update_tensor (update_format.h); nothing larger

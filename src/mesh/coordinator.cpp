@@ -60,17 +60,6 @@ NamedTensors unpack_prefix(const store::TensorSet& s, const std::string& prefix)
   return out;
 }
 
-Result<CodecConfig> codec_config(const MeshSection& m) {
-  CodecConfig c;
-  auto id = codec_from_name(m.codec);
-  if (!id) return invalid_argument("[mesh] codec '" + m.codec + "' unknown");
-  c.id = *id;
-  c.block_size = static_cast<uint32_t>(m.block_size);
-  c.zstd_level = static_cast<int>(m.zstd_level);
-  c.int2_density = m.int2_density;
-  return c;
-}
-
 std::string random_hex16() {
   std::random_device rd;
   const uint64_t x = (uint64_t{rd()} << 32) ^ rd();

@@ -212,11 +212,7 @@ class NodeRunner {
       }
     });
     params_ = trainable_parameters(*trainer_->policy().model);
-    CodecConfig cc;
-    cc.id = *codec_from_name(cfg_.mesh.codec);
-    cc.block_size = static_cast<uint32_t>(cfg_.mesh.block_size);
-    cc.zstd_level = static_cast<int>(cfg_.mesh.zstd_level);
-    cc.int2_density = cfg_.mesh.int2_density;
+    MESHRL_ASSIGN_OR_RETURN(CodecConfig cc, codec_config(cfg_.mesh));
     MESHRL_ASSIGN_OR_RETURN(codec_, make_codec(cc));
     limits_.max_decoded_bytes = static_cast<uint64_t>(params_.numel()) * 4;
     limits_.max_tensors = static_cast<uint32_t>(params_.size());
