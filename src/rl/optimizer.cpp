@@ -67,7 +67,8 @@ OptimizerStepInfo Optimizer::step(const std::vector<torch::Tensor>& half_spread)
                                                                                                    << " for " << params_.size());
   OptimizerStepInfo info;
   info.lr = scheduled_lr(config_.schedule, step_);
-  info.grad_norm = clip_grad_norm(params_, config_.grad_clip);
+  const bool clip_pooled = pooled && config_.pooled_clip;
+  info.grad_norm = clip_pooled ? pooled_grad_norm(half_spread) : clip_grad_norm(params_, config_.grad_clip);
   if (!std::isfinite(info.grad_norm)) {
     // A NaN/inf gradient would poison Adam's moments for good; drop this update instead.
     info.skipped = true;
@@ -80,6 +81,9 @@ OptimizerStepInfo Optimizer::step(const std::vector<torch::Tensor>& half_spread)
     torch::NoGradGuard no_grad;
     for (const auto& d : half_spread)
       if (d.defined() && scale != 1.0) d.mul_(scale);
+    if (clip_pooled && scale != 1.0)
+      for (auto& p : params_)
+        if (p.grad().defined()) p.mutable_grad().mul_(scale);
     pooled_adamw_update(info.lr, half_spread);
   } else {
     for (auto& group : adam_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(info.lr);
@@ -88,6 +92,20 @@ OptimizerStepInfo Optimizer::step(const std::vector<torch::Tensor>& half_spread)
   zero_grad();
   ++step_;
   return info;
+}
+
+// The norm the K pooled batches' gradient would have: E|g|^2 = |mu|^2 + S^2 for this batch and
+// |mu|^2 + S^2 / K pooled, with E|d|^2 = S^2; floored at the pure-noise |g|^2 / K as v is.
+double Optimizer::pooled_grad_norm(const std::vector<torch::Tensor>& half_spread) const {
+  torch::NoGradGuard no_grad;
+  double g2 = 0, d2 = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    g2 += params_[i].grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    if (half_spread[i].defined()) d2 += half_spread[i].to(torch::kFloat64).pow(2).sum().item<double>();
+  }
+  const double K = config_.pooled_batches;
+  return std::sqrt(std::max(g2 - (1 - 1 / K) * d2, g2 / K));
 }
 
 namespace {

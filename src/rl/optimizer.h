@@ -57,11 +57,14 @@ struct OptimizerConfig {
   double eps = 1e-8;
   double grad_clip = 1.0;  // max global norm; <= 0 = off
   double pooled_batches = 1;  // K of the pooled second moment (above); 1 = plain AdamW
+  // With the pooled second moment: clip by the norm the K pooled batches' gradient would have,
+  // sqrt(max(|g|^2 - (1 - 1/K) |d|^2, |g|^2 / K)), rather than by this batch's own (noisier) norm.
+  bool pooled_clip = false;
 };
 
 struct OptimizerStepInfo {
   double lr = 0;         // the learning rate this step used
-  double grad_norm = 0;  // global gradient norm before clipping
+  double grad_norm = 0;  // global gradient norm before clipping (the pooled estimate with pooled_clip)
   bool skipped = false;  // true when the gradient was not finite: no update, step not counted
 };
 
@@ -113,6 +116,7 @@ class Optimizer {
   int64_t step_ = 0;
 
   void pooled_adamw_update(double lr, const std::vector<torch::Tensor>& half_spread);
+  double pooled_grad_norm(const std::vector<torch::Tensor>& half_spread) const;
 };
 
 }  // namespace meshrl::rl

@@ -65,6 +65,7 @@ std::vector<Field> fields_of(RunConfig& c) {
       {"grpo", "adam_eps", &g.adam_eps},
       {"grpo", "grad_clip", &g.grad_clip},
       {"grpo", "adam_pooled_batches", &g.adam_pooled_batches},
+      {"grpo", "adam_pooled_clip", &g.adam_pooled_clip},
       {"grpo", "ppo_epochs", &g.ppo_epochs},
       {"grpo", "minibatches", &g.minibatches},
       {"grpo", "clip_low", &g.clip_low},

@@ -67,6 +67,7 @@ struct GrpoSection {
   double grad_clip = 1.0;         // max global gradient norm; 0 = off
   int64_t adam_pooled_batches = 1;  // K: AdamW's second moment as for K such batches pooled (a mesh
                                     // of K nodes; rl/optimizer.h); 1 = plain AdamW
+  bool adam_pooled_clip = false;    // with K > 1: clip by the pooled batch's estimated gradient norm
   int64_t ppo_epochs = 1;         // optimisation passes over one batch of rollouts
   int64_t minibatches = 1;        // optimizer steps per pass (the batch is split this many ways)
   double clip_low = 0.2;          // ratio floor 1 - clip_low, in (0, 1)

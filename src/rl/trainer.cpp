@@ -27,6 +27,7 @@ OptimizerConfig optimizer_config(const GrpoSection& g) {
   oc.eps = g.adam_eps;
   oc.grad_clip = g.grad_clip;
   oc.pooled_batches = static_cast<double>(g.adam_pooled_batches);
+  oc.pooled_clip = g.adam_pooled_clip;
   return oc;
 }
 

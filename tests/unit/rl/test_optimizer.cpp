@@ -203,5 +203,32 @@ TEST(PooledSecondMoment, ClippingScalesTheSpreadWithTheGradient) {
   EXPECT_NEAR(a[1].item<float>(), -0.1f * 40 / std::sqrt(1600 - 0.75f * 100), 1e-5);
 }
 
+TEST(PooledSecondMoment, PooledClipUsesThePooledBatchsEstimatedNorm) {
+  // |g|^2 = 2500, |d|^2 = 1000, K = 4: the pooled batch's norm is sqrt(2500 - 0.75 * 1000) = 41.83,
+  // not this batch's 50, so with clip 10 both g and d scale by 10 / 41.83 instead of 10 / 50.
+  for (const bool pooled_clip : {false, true}) {
+    auto p = torch::zeros({2}, torch::requires_grad());
+    OptimizerConfig c = pooled_config(4);
+    c.grad_clip = 10.0;
+    c.pooled_clip = pooled_clip;
+    Optimizer opt({p}, c);
+    p.mutable_grad() = torch::tensor({30.0f, 40.0f});
+    auto d = torch::tensor({30.0f, 10.0f});
+    const auto info = opt.step({d});
+    const double norm = pooled_clip ? std::sqrt(2500.0 - 0.75 * 1000.0) : 50.0;
+    EXPECT_NEAR(info.grad_norm, norm, 1e-4) << "pooled_clip " << pooled_clip;
+    EXPECT_NEAR(d[0].item<float>(), 30.0 * 10.0 / norm, 1e-4) << "pooled_clip " << pooled_clip;
+    // One step of Adam is scale-free: the clip factor shows only in the moments' scale.
+    EXPECT_NEAR(p[1].item<float>(), -0.1f * 40 / std::sqrt(1600 - 0.75f * 100), 1e-5);
+  }
+  // Pure noise (|g|^2 = |d|^2): the estimate's floor |g| / sqrt(K), as v's.
+  auto p = torch::zeros({1}, torch::requires_grad());
+  OptimizerConfig c = pooled_config(4);
+  c.pooled_clip = true;
+  Optimizer opt({p}, c);
+  p.mutable_grad() = torch::tensor({6.0f});
+  EXPECT_NEAR(opt.step({torch::tensor({6.0f})}).grad_norm, 3.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace meshrl::rl
