@@ -242,6 +242,8 @@ Status validate_run_config(const RunConfig& c, const std::string& source) {
   MESHRL_CHECK_NUM("grpo", "grad_clip", g.grad_clip, g.grad_clip >= 0, ">= 0 (0 = off)");
   MESHRL_CHECK_INT("grpo", "adam_pooled_batches", g.adam_pooled_batches, g.adam_pooled_batches >= 1 && g.adam_pooled_batches <= 1024,
                    "in [1, 1024]");
+  MESHRL_RETURN_IF_ERROR(check(!g.adam_pooled_clip || g.adam_pooled_batches > 1, source, "grpo", "adam_pooled_clip",
+                               "false unless adam_pooled_batches > 1 (it clips by the pooled batch's norm)", "true"));
   MESHRL_CHECK_INT("grpo", "ppo_epochs", g.ppo_epochs, g.ppo_epochs >= 1 && g.ppo_epochs <= 100, "in [1, 100]");
   const int64_t rows = g.prompts_per_step * g.group_size;
   MESHRL_CHECK_INT("grpo", "minibatches", g.minibatches, g.minibatches >= 1 && g.minibatches <= rows,

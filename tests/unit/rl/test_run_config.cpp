@@ -147,6 +147,8 @@ TEST(RunConfig, BadOverridesNameTheKey) {
   EXPECT_NE(error_of("", {"--grpo"}).find("not an override"), std::string::npos);
   EXPECT_NE(error_of("", {"--grpo.adam_pooled_batches=0"}).find("[grpo] adam_pooled_batches must be in [1, 1024], got 0"),
             std::string::npos);
+  EXPECT_NE(error_of("", {"--grpo.adam_pooled_clip=true"}).find("[grpo] adam_pooled_clip must be false unless adam_pooled_batches > 1"),
+            std::string::npos);
 }
 
 TEST(RunConfig, EffectiveConfigReadsBackToTheSameValues) {
