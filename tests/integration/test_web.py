@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -160,7 +161,9 @@ def browser(script, args, **kw):
 
 def dashboard(meshrl, artifacts):
     lease = 4
-    m = Mesh(meshrl, "dashboard", ["--mesh.rounds=6", f"--mesh.lease_s={lease}", "--mesh.heartbeat_s=0.5"])
+    # More rounds than the checks need, and the test ends the run itself: on a fast machine six
+    # rounds closed in 4 s, before the browser had launched, and the kill found a finished run.
+    m = Mesh(meshrl, "dashboard", ["--mesh.rounds=400", f"--mesh.lease_s={lease}", "--mesh.heartbeat_s=0.5"])
     port = free_port()
     m.start_coordinator(extra=["--http", str(port)])
     for n in NAMES:
@@ -187,8 +190,11 @@ def dashboard(meshrl, artifacts):
     assert result["reward_points"] <= committed, (result, committed)
     assert os.path.getsize(shot) > 10000, shot
     m.log(f"screenshot {shot}")
+    assert m.version() < 400, "the run finished before the browser's checks did; the test saw no live run"
     for n in ["paris", "zurich"]:
-        m.wait_exit(n, 180)
+        m.kill(n)
+    m.kill("coordinator", signal.SIGTERM)
+    assert m.procs["coordinator"].returncode == 0, m.read("coordinator")[-1500:]
 
     # The finished run's report, opened from disk with the network cut off.
     out = subprocess.run([meshrl, "report", m.run_dir], capture_output=True, text=True, timeout=60)
