@@ -1,11 +1,13 @@
 #include "model/transformer.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <set>
 
 #include "core/check.h"
 #include "model/attention_decode.h"
+#include "model/attention_train.h"
 #include "model/fused_cpu.h"
 #include "model/shape_str.h"
 
@@ -36,6 +38,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   rope_.cos = register_buffer("rope_cos", table.cos);
   rope_.sin = register_buffer("rope_sin", table.sin);
   init_weights(0);
+  if (const char* a = std::getenv("MESHRL_TRAIN_ATTENTION")) use_train_attention_ = std::string(a) != "plain";
 }
 
 void TransformerImpl::init_weights(uint64_t seed, double std) {
@@ -95,6 +98,9 @@ torch::Tensor TransformerImpl::attention(DecoderLayerImpl& layer, const torch::T
       if (lora_->has(parts[i])) qkv.narrow(1, offsets[i], rows[i]).add_(lora_->apply(layer_index, parts[i], x));
   }
   qkv = qkv.view({B, T, H + 2 * Hkv, D});
+  if (!fused && !cache && !key_mask.defined() && torch::GradMode::is_enabled() && use_train_attention_ &&
+      causal_attention_train_cpu_supported(qkv))
+    return causal_attention_train_cpu(qkv, H, Hkv, rope_.cos, rope_.sin, q_scale);
   const int64_t start = cache ? cache->length : 0;
   torch::Tensor q, k;  // q [B, T, H, D] already scaled by 1/sqrt(D); k [B, T, Hkv, D]
   torch::Tensor v;  // [B, T, Hkv, D]

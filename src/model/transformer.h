@@ -69,6 +69,10 @@ class TransformerImpl : public torch::nn::Module {
 
   int64_t n_params() const;
 
+  // Training on the CPU takes the one-node causal attention (attention_train.h) unless this is
+  // off (tests compare the two; MESHRL_TRAIN_ATTENTION=plain turns it off for benchmarks).
+  void set_fused_train_attention(bool on) { use_train_attention_ = on; }
+
   // LoRA (lora.h). attach_lora adds adapters as submodule "lora" (parameter names
   // "lora.layers.N.q_proj_B", ...) and freezes every base parameter, so that only the adapters' B
   // matrices require grad: optimizers and the mesh's trainable set (mesh/policy_params.h) then see
@@ -92,6 +96,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::ModuleList layers_;
   LoraAdapters lora_{nullptr};
   RopeTable rope_;
+  bool use_train_attention_ = true;
 };
 TORCH_MODULE(Transformer);
 
