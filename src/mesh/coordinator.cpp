@@ -297,7 +297,19 @@ v1::Manifest Coordinator::manifest() const {
   m.set_lease_seconds(config_.mesh.lease_s);
   m.set_param_count(param_count_);
   m.set_finished(finished_);
+  m.set_schedule_step(schedule_step());
   return m;
+}
+
+int64_t Coordinator::schedule_step() const {
+  // In sync mode every version is one round of H inner steps on each node, which survives a
+  // restart; in async mode a version is one node's update, so the furthest step a node reported
+  // says where the run is. Without this a restarted or late node would start its lr schedule at
+  // step 0: at peak lr with fresh moments while the others are at the cosine floor (measured: it
+  // pulled the test run's reward from 0.95 to 0.73 over 30 rounds of node kills).
+  int64_t step = config_.mesh.mode == "sync" ? version_ * config_.mesh.inner_steps : 0;
+  for (const auto& [name, rec] : records_) step = std::max(step, rec.last_progress.schedule_step());
+  return step;
 }
 
 v1::JoinReply Coordinator::join(const v1::JoinRequest& req, const std::string& peer) {

@@ -182,6 +182,7 @@ class Coordinator {
   // Answers "<code>: <detail>"; record: a row under the key (a retry gets the same answer), else a node event.
   v1::SubmitReply reject(const store::UpdateKey& key, RejectCode code, const std::string& detail, bool record);  // under mu_
   v1::Manifest manifest() const;                     // under mu_
+  int64_t schedule_step() const;                     // under mu_: see Manifest.schedule_step
   // Adds an acknowledged update to the open round (aggregate, norm history, round statistics). Under mu_.
   Status count_in_round(const store::UpdateKey& key, const NamedTensors& u, double norm, const Admission& a, int64_t n_samples,
                         const v1::RewardStats& stats);

@@ -64,6 +64,16 @@ class NodeRunner {
       rebase(std::move(f), /*first=*/true);
     }
     restore_state();
+    // Continue the run's lr schedule, not our own from step 0 (a saved state that is further on
+    // keeps its own step).
+    if (j.manifest().schedule_step() > trainer_->step_count()) {
+      log("inner schedule at step " + std::to_string(j.manifest().schedule_step()) + ", where the run is");
+      trainer_->set_step_count(j.manifest().schedule_step());
+    }
+    {
+      std::lock_guard<std::mutex> lk(prog_mu_);
+      schedule_step_ = trainer_->step_count();
+    }
     {
       std::lock_guard<std::mutex> lk(mu_);
       ann_version_ = j.manifest().current_version();
@@ -368,6 +378,7 @@ class NodeRunner {
     std::lock_guard<std::mutex> lk(prog_mu_);
     rep_.compute_seconds += dt;
     ++rep_.inner_steps;
+    schedule_step_ = trainer_->step_count();
     last_reward_ = m.reward_mean;
     tokens_per_s_ = m.tokens_per_s;
     kl_sum_ += m.train.kl;
@@ -679,6 +690,7 @@ class NodeRunner {
     p.set_reward_mean(last_reward_);
     p.set_compute_seconds(rep_.compute_seconds);
     p.set_wall_seconds(now_s() - t0_);
+    p.set_schedule_step(schedule_step_);
     return p;
   }
 
@@ -733,6 +745,7 @@ class NodeRunner {
   double tokens_per_s_ = 0, last_reward_ = 0;
   double kl_sum_ = 0, entropy_sum_ = 0;  // since the last cut update (under prog_mu_)
   int64_t stat_steps_ = 0;
+  int64_t schedule_step_ = 0;  // the trainer's lr schedule step, for heartbeats (under prog_mu_)
 
   MeshRunConfig cfg_;
   std::unique_ptr<rl::GrpoTrainer> trainer_;

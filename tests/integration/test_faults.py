@@ -62,6 +62,15 @@ def check_nodes_held(m, names, hashes):
     return seen
 
 
+def last_rewards(m, n=10):
+    """Mean training reward of the last n committed versions (RUN_DIR/metrics.jsonl)."""
+    with open(os.path.join(m.run_dir, "metrics.jsonl")) as f:
+        points = [json.loads(line) for line in f if line.strip()]
+    rewards = [p["reward_mean"] for p in points if p.get("kind") == "version"]
+    assert len(rewards) >= n, f"{len(rewards)} versions in metrics.jsonl"
+    return sum(rewards[-n:]) / n
+
+
 def resumed_at(m):
     found = re.findall(r"resumed run \w+ at version (\d+)", m.read("coordinator"))
     return int(found[-1]) if found else None
@@ -214,6 +223,7 @@ def random_node_kill_30(meshrl, seed):
 
     t = time.time()
     ref, ref_summary = node_run(meshrl, "nofault", rounds, names)
+    r_ref = last_rewards(ref)
     ref.close()
     ref.log(f"fault-free run: pass@1 {ref_summary['pass_at_1_before']:.2f} -> {ref_summary['pass_at_1_after']:.2f} "
             f"in {time.time() - t:.0f} s")
@@ -245,15 +255,23 @@ def random_node_kill_30(meshrl, seed):
             assert "holding version " in after_join, f"{n} joined and held no verified version: {after_join[:300]}"
         rejoins = m.query(f"select count(*) from node_events where node = '{n}' and event = 'rejoin'")[0][0]
         assert rejoins >= len(kills), f"{n}: {rejoins} rejoin event(s) for {len(kills)} kill(s)"
+    # The training reward of the last 10 versions, over ~320 sampled completions each side: what
+    # resolves a run that learns worse under faults (a restarted node once began its lr schedule at
+    # step 0, at peak lr with fresh moments while the others sat at the cosine floor: 0.73 against
+    # 0.95 fault-free). Seeded runs here differ by ~0.02; 0.10 is about five standard errors.
+    r_faulty = last_rewards(m)
+    m.log(f"training reward over the last 10 versions: {r_faulty:.3f} with faults, {r_ref:.3f} without")
+    assert r_ref - r_faulty <= 0.10, f"reward {r_faulty:.3f} with faults over the last 10 versions, {r_ref:.3f} without"
     gap = abs(s["pass_at_1_after"] - ref_summary["pass_at_1_after"])
     m.log(f"{held} held versions on the coordinator's hashes; pass@1 {s['pass_at_1_after']:.2f} vs fault-free "
           f"{ref_summary['pass_at_1_after']:.2f} (gap {100 * gap:.1f} points)")
     # The issue asks for 3 points. On the test config two fault-free runs of the same seed already
     # end 10 points apart (measured 0.70 and 0.60: which nodes make each quorum-0.5 round depends
     # on timing, and greedy pass@1 over its 10 held-out one-digit sums flips with small weight
-    # changes), so there 3 points would test noise and 15 catches a run that falls apart. Run by
-    # hand on the demo's run file (MESHRL_TEST_CONFIG, 500 held-out problems) it asserts the 3.
-    band = 0.03 if RESOLVES_3_POINTS else 0.15
+    # changes), so there 3 points would test noise; 20 (two of the ten) catches only a collapse,
+    # the reward above the rest. Run by hand on the demo's run file (MESHRL_TEST_CONFIG, 500
+    # held-out problems) it asserts the 3.
+    band = 0.03 if RESOLVES_3_POINTS else 0.20
     assert gap <= band, f"pass@1 {s['pass_at_1_after']:.3f} with faults, {ref_summary['pass_at_1_after']:.3f} without"
     m.close()
 

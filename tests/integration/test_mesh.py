@@ -152,6 +152,10 @@ def late_joiner(meshrl):
     k = int(re.search(r"joined run \w+ at version (\d+)", log).group(1))
     assert k >= 2, log
     assert f"downloaded version {k} " in log, log
+    # It continues the run's lr schedule (k rounds of H = 1 inner step), not its own from step 0
+    # at the peak lr while the others are further down the cosine.
+    sched = re.search(r"inner schedule at step (\d+), where the run is", log)
+    assert sched and int(sched.group(1)) >= k, f"toronto joined at version {k} without the run's schedule step: {log[:2000]}"
     bases = [b for (b,) in m.query("select base_version from updates where node = 'toronto'")]
     assert bases and min(bases) >= k, bases
     m.log(f"toronto joined at version {k}, its updates are on versions {sorted(set(bases))}")
