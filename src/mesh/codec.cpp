@@ -93,6 +93,16 @@ Result<CodecConfig> codec_config(const MeshSection& m) {
   return c;
 }
 
+Result<CodecConfig> broadcast_codec_config(const MeshSection& m) {
+  MESHRL_ASSIGN_OR_RETURN(CodecConfig c, codec_config(m));
+  if (m.broadcast_codec.empty()) return c;
+  auto id = codec_from_name(m.broadcast_codec);
+  if (!id) return invalid_argument("[mesh] broadcast_codec '" + m.broadcast_codec + "' unknown");
+  if (*id != c.id) c.int2_density = 0.0;  // the sparse ternary is the updates' option
+  c.id = *id;
+  return c;
+}
+
 Result<NamedTensors> decode_update(std::string_view bytes, const UpdateDecodeLimits& limits, std::string_view source) {
   MESHRL_ASSIGN_OR_RETURN(auto parsed, parse_update(bytes, limits, source));
   return decode_parsed(parsed, source);

@@ -53,6 +53,8 @@ Result<std::unique_ptr<UpdateCodec>> make_codec(const CodecConfig& config);
 // The run's codec as [mesh] sets it, the one place the coordinator and the nodes read it from.
 // Fails (kInvalidArgument) on an unknown codec name.
 Result<CodecConfig> codec_config(const MeshSection& mesh);
+// The broadcast's: codec_config with [mesh] broadcast_codec's id when that is set.
+Result<CodecConfig> broadcast_codec_config(const MeshSection& mesh);
 
 // Decodes any codec's bytes into new contiguous float32 CPU tensors with the encoded names and
 // shapes. All failures of parse_update / decode_update_tensor (update_format.h); nothing larger

@@ -103,6 +103,8 @@ Status Coordinator::load_common(const std::string& spec) {
   rules_.max_staleness = m.max_staleness;
   MESHRL_ASSIGN_OR_RETURN(CodecConfig cc, codec_config(m));
   MESHRL_ASSIGN_OR_RETURN(codec_, make_codec(cc));
+  MESHRL_ASSIGN_OR_RETURN(CodecConfig bc, broadcast_codec_config(m));
+  MESHRL_ASSIGN_OR_RETURN(broadcast_codec_, make_codec(bc));
   CodecConfig wc;
   wc.id = CodecId::kFp32;
   wc.zstd_level = 0;
@@ -690,8 +692,8 @@ Status Coordinator::close_round(CloseReason reason) {
   MESHRL_ASSIGN_OR_RETURN(NamedTensors delta, outer_->step(pg));
   NamedTensors compensated = ef_.compensate(delta);
   const uint64_t seed = static_cast<uint64_t>(version_ + 1);
-  MESHRL_ASSIGN_OR_RETURN(std::string bytes, codec_->encode(compensated, seed));
-  MESHRL_ASSIGN_OR_RETURN(NamedTensors sent, codec_->decode(bytes, limits_, "broadcast"));
+  MESHRL_ASSIGN_OR_RETURN(std::string bytes, broadcast_codec_->encode(compensated, seed));
+  MESHRL_ASSIGN_OR_RETURN(NamedTensors sent, broadcast_codec_->decode(bytes, limits_, "broadcast"));
   MESHRL_RETURN_IF_ERROR(ef_.update(compensated, sent));
   {
     torch::NoGradGuard no_grad;

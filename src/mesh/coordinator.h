@@ -207,8 +207,9 @@ class Coordinator {
   NamedTensors theta_;
   std::unique_ptr<OuterOptimizer> outer_;
   ErrorFeedback ef_;
-  std::unique_ptr<UpdateCodec> codec_;
-  std::unique_ptr<UpdateCodec> weights_codec_;  // fp32, no zstd
+  std::unique_ptr<UpdateCodec> codec_;            // the nodes' updates
+  std::unique_ptr<UpdateCodec> broadcast_codec_;  // the broadcast deltas ([mesh] broadcast_codec, else codec_'s)
+  std::unique_ptr<UpdateCodec> weights_codec_;    // fp32, no zstd
 
   mutable std::mutex mu_;
   std::condition_variable version_cv_;

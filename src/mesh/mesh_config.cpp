@@ -30,6 +30,7 @@ std::vector<Field> fields_of(MeshSection& m) {
       {"round_deadline_s", &m.round_deadline_s}, {"max_staleness", &m.max_staleness},
       {"outer_lr", &m.outer_lr},       {"outer_momentum", &m.outer_momentum},
       {"outer_nesterov", &m.outer_nesterov}, {"codec", &m.codec},
+      {"broadcast_codec", &m.broadcast_codec},
       {"block_size", &m.block_size},   {"zstd_level", &m.zstd_level},
       {"int2_density", &m.int2_density},
       {"lease_s", &m.lease_s},         {"heartbeat_s", &m.heartbeat_s},
@@ -71,6 +72,9 @@ Status validate_mesh_section(const MeshSection& m, const std::string& s) {
   if (!(m.outer_momentum >= 0 && m.outer_momentum < 1)) return bad("outer_momentum", "in [0, 1)", rl::format_double(m.outer_momentum));
   if (m.codec != "int8" && m.codec != "int4" && m.codec != "int2" && m.codec != "fp32")
     return bad("codec", "int8, int4, int2 or fp32", "\"" + m.codec + "\"");
+  if (!m.broadcast_codec.empty() && m.broadcast_codec != "int8" && m.broadcast_codec != "int4" && m.broadcast_codec != "int2" &&
+      m.broadcast_codec != "fp32")
+    return bad("broadcast_codec", "int8, int4, int2, fp32 or \"\" (the codec's)", "\"" + m.broadcast_codec + "\"");
   if (m.block_size < 1 || m.block_size > 65536) return bad("block_size", "in [1, 65536]", std::to_string(m.block_size));
   if (!(m.int2_density >= 0 && m.int2_density <= 1)) return bad("int2_density", "in [0, 1]", rl::format_double(m.int2_density));
   if (m.int2_density > 0 && m.codec != "int2")

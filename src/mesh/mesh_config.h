@@ -29,6 +29,7 @@ struct MeshSection {
   double outer_momentum = 0.9;
   bool outer_nesterov = true;
   std::string codec = "int8";       // pseudo-gradients and broadcasts: int8 | int4 | int2 | fp32
+  std::string broadcast_codec;      // the broadcast's own codec when set (int8 | int4 | int2 | fp32); "" = codec
   int64_t block_size = 256;         // values per quantisation scale
   double int2_density = 0.0;        // int2: 0 = absmax ternary; (0, 1] = each block's largest share only (quantize.h)
   int64_t zstd_level = 3;           // 0 = no zstd

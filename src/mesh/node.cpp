@@ -224,6 +224,8 @@ class NodeRunner {
     params_ = trainable_parameters(*trainer_->policy().model);
     MESHRL_ASSIGN_OR_RETURN(CodecConfig cc, codec_config(cfg_.mesh));
     MESHRL_ASSIGN_OR_RETURN(codec_, make_codec(cc));
+    MESHRL_ASSIGN_OR_RETURN(CodecConfig bc, broadcast_codec_config(cfg_.mesh));
+    MESHRL_ASSIGN_OR_RETURN(broadcast_codec_, make_codec(bc));
     limits_.max_decoded_bytes = static_cast<uint64_t>(params_.numel()) * 4;
     limits_.max_tensors = static_cast<uint32_t>(params_.size());
     overlap_ = cfg_.mesh.mode == "async" && cfg_.mesh.overlap;
@@ -297,7 +299,7 @@ class NodeRunner {
         why = d.status().message();
         break;
       }
-      auto delta = codec_->decode(d.value().bytes, limits_, "broadcast v" + std::to_string(v));
+      auto delta = broadcast_codec_->decode(d.value().bytes, limits_, "broadcast v" + std::to_string(v));
       if (!delta.is_ok() || !apply_delta(next, delta.value()).is_ok()) {
         ok = false;
         why = delta.is_ok() ? "layout mismatch" : delta.status().message();
@@ -752,7 +754,8 @@ class NodeRunner {
   NamedTensors params_;   // views into the trainer's model
   NamedTensors base_;     // the held version's weights, bit-exact
   NamedTensors cut_;      // local weights when the last update was cut (or base after a rebase)
-  std::unique_ptr<UpdateCodec> codec_;
+  std::unique_ptr<UpdateCodec> codec_;            // our updates
+  std::unique_ptr<UpdateCodec> broadcast_codec_;  // the coordinator's broadcasts
   UpdateDecodeLimits limits_;
   ErrorFeedback ef_;
   ScoredRolloutBook book_;  // the rollouts each update commits to (reward audits)

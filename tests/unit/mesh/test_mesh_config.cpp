@@ -72,3 +72,46 @@ TEST(MeshConfig, EffectiveConfigReadsBackToTheSameValues) {
 
 }  // namespace
 }  // namespace meshrl::mesh
+
+#include "mesh/codec.h"
+
+namespace meshrl::mesh {
+namespace {
+
+// [mesh] broadcast_codec: empty means the updates' codec; set, it replaces only the codec id of
+// the broadcast's settings (block size and zstd level are shared), drops the updates' sparse
+// ternary option when the id differs, reads back from the effective config, and a bad name is
+// refused naming the key.
+TEST(MeshConfig, BroadcastCodecDefaultsToTheUpdatesCodecAndIsValidated) {
+  auto same = parse_mesh_run_config(kRun, "run.toml");
+  ASSERT_TRUE(same.is_ok()) << same.status().message();
+  auto up = codec_config(same->mesh), down = broadcast_codec_config(same->mesh);
+  ASSERT_TRUE(up.is_ok() && down.is_ok());
+  EXPECT_EQ(down->id, up->id);
+  EXPECT_EQ(down->id, CodecId::kInt4);
+
+  auto split = parse_mesh_run_config(kRun, "run.toml",
+                                     {"--mesh.codec=int2", "--mesh.int2_density=0.25", "--mesh.broadcast_codec=int8",
+                                      "--mesh.block_size=1024", "--mesh.zstd_level=7"});
+  ASSERT_TRUE(split.is_ok()) << split.status().message();
+  auto u = codec_config(split->mesh), b = broadcast_codec_config(split->mesh);
+  ASSERT_TRUE(u.is_ok() && b.is_ok());
+  EXPECT_EQ(u->id, CodecId::kInt2);
+  EXPECT_DOUBLE_EQ(u->int2_density, 0.25);
+  EXPECT_EQ(b->id, CodecId::kInt8);
+  EXPECT_DOUBLE_EQ(b->int2_density, 0.0);
+  EXPECT_EQ(b->block_size, 1024u);
+  EXPECT_EQ(b->zstd_level, 7);
+  EXPECT_TRUE(make_codec(b.value()).is_ok());
+  auto back = parse_mesh_run_config(mesh_run_config_to_toml(split.value()), "effective.toml");
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  EXPECT_EQ(back->mesh.broadcast_codec, "int8");
+
+  auto bad = parse_mesh_run_config(kRun, "run.toml", {"--mesh.broadcast_codec=int3"});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("[mesh] broadcast_codec must be int8, int4, int2, fp32"), std::string::npos)
+      << bad.status().message();
+}
+
+}  // namespace
+}  // namespace meshrl::mesh
