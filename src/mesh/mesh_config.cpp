@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "core/file_io.h"
+#include "mesh/update_format.h"
 #include "rl/config_field.h"
 
 namespace meshrl::mesh {
@@ -70,10 +71,9 @@ Status validate_mesh_section(const MeshSection& m, const std::string& s) {
   if (m.max_staleness < 0 || m.max_staleness > 1000) return bad("max_staleness", "in [0, 1000]", std::to_string(m.max_staleness));
   if (!(m.outer_lr > 0 && m.outer_lr <= 10)) return bad("outer_lr", "in (0, 10]", rl::format_double(m.outer_lr));
   if (!(m.outer_momentum >= 0 && m.outer_momentum < 1)) return bad("outer_momentum", "in [0, 1)", rl::format_double(m.outer_momentum));
-  if (m.codec != "int8" && m.codec != "int4" && m.codec != "int2" && m.codec != "fp32")
-    return bad("codec", "int8, int4, int2 or fp32", "\"" + m.codec + "\"");
-  if (!m.broadcast_codec.empty() && m.broadcast_codec != "int8" && m.broadcast_codec != "int4" && m.broadcast_codec != "int2" &&
-      m.broadcast_codec != "fp32")
+  // The wire format's own list of codec names (update_format.h).
+  if (!codec_from_name(m.codec)) return bad("codec", "int8, int4, int2 or fp32", "\"" + m.codec + "\"");
+  if (!m.broadcast_codec.empty() && !codec_from_name(m.broadcast_codec))
     return bad("broadcast_codec", "int8, int4, int2, fp32 or \"\" (the codec's)", "\"" + m.broadcast_codec + "\"");
   if (m.block_size < 1 || m.block_size > 65536) return bad("block_size", "in [1, 65536]", std::to_string(m.block_size));
   if (!(m.int2_density >= 0 && m.int2_density <= 1)) return bad("int2_density", "in [0, 1]", rl::format_double(m.int2_density));
