@@ -306,12 +306,16 @@ v1::Manifest Coordinator::manifest() const {
 int64_t Coordinator::schedule_step() const {
   // In sync mode every version is one round of H inner steps on each node, which survives a
   // restart; in async mode a version is one node's update, so the furthest step a node reported
-  // says where the run is. Without this a restarted or late node would start its lr schedule at
+  // in its heartbeats says where the run is. Without this a restarted or late node would start its lr schedule at
   // step 0: at peak lr with fresh moments while the others are at the cosine floor (measured: it
   // pulled the test run's reward from 0.95 to 0.73 over 30 rounds of node kills).
-  int64_t step = config_.mesh.mode == "sync" ? version_ * config_.mesh.inner_steps : 0;
+  // Either way no node can be past version x H (each version took at least one update of H
+  // steps), which also bounds what a node that misreports its progress can push on the others.
+  const int64_t bound = version_ * config_.mesh.inner_steps;
+  if (config_.mesh.mode == "sync") return bound;
+  int64_t step = 0;
   for (const auto& [name, rec] : records_) step = std::max(step, rec.last_progress.schedule_step());
-  return step;
+  return std::min(step, bound);
 }
 
 v1::JoinReply Coordinator::join(const v1::JoinRequest& req, const std::string& peer) {

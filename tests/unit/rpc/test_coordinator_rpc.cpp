@@ -95,6 +95,8 @@ class CoordinatorRpc : public ::testing::Test {
     return h;
   }
 
+  void expect_schedule_step_bounded();  // ScheduleStepIsBoundedByTheRunNotByWhatANodeReports
+
   const trust::SigningKey key_ = trust::SigningKey::generate();
   fs::path dir_;
   std::unique_ptr<mesh::Coordinator> coord_;
@@ -148,6 +150,43 @@ TEST_F(CoordinatorRpc, RefusesIncompatibleNodesAndKeepsServing) {
   int refusals = 0;
   for (const auto& e : coord_->store().ledger().node_events()) refusals += e.event == "join_refused";
   EXPECT_EQ(refusals, 6);
+}
+
+// The schedule step a joining node is given (Manifest.schedule_step) never runs ahead of the
+// run: at version 0 it is 0 however far a node claims to be in its heartbeats, in sync mode (the
+// fixture's) and in async mode, where the heartbeats are what it is read from.
+TEST_F(CoordinatorRpc, ScheduleStepIsBoundedByTheRunNotByWhatANodeReports) {
+  for (const bool async : {false, true}) {
+    if (async) {
+      server_->shutdown();
+      coord_->stop();
+      fs::remove_all(dir_);
+      mesh::CoordinatorOptions o;
+      o.run_dir = dir_;
+      o.config = mesh::parse_mesh_run_config(kRun, "test.toml", {"--mesh.mode=async"}).value();
+      coord_ = mesh::Coordinator::start(o).value();
+      server_ = CoordinatorServer::start(*coord_, {}).value();
+      ChannelOptions co;
+      co.target = "127.0.0.1:" + std::to_string(server_->port());
+      client_ = make_grpc_client(co).value();
+    }
+    SCOPED_TRACE(async ? "async" : "sync");
+    expect_schedule_step_bounded();
+  }
+}
+
+void CoordinatorRpc::expect_schedule_step_bounded() {
+  auto paris = join("paris");
+  ASSERT_TRUE(paris.accepted()) << paris.reason();
+  EXPECT_EQ(paris.manifest().schedule_step(), 0);
+  v1::HeartbeatRequest hb;
+  hb.set_name("paris");
+  hb.set_session(paris.session());
+  hb.mutable_progress()->set_schedule_step(1'000'000'000);
+  ASSERT_TRUE(client_->heartbeat(hb).value().ok());
+  auto zurich = join("zurich");
+  ASSERT_TRUE(zurich.accepted()) << zurich.reason();
+  EXPECT_EQ(zurich.manifest().schedule_step(), 0);
 }
 
 TEST_F(CoordinatorRpc, RefusesBadUpdatesWithReasonsInTheLedger) {
