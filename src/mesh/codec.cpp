@@ -48,6 +48,7 @@ class WireCodec final : public UpdateCodec {
     options.zstd_level = config_.zstd_level;
     options.stochastic_rounding = config_.stochastic_rounding;
     options.int2_density = config_.int2_density;
+    options.int2_mean_scale = config_.int2_mean_scale;
     options.seed = rounding_seed;
     return write_update(views, options);
   }
@@ -90,11 +91,13 @@ Result<CodecConfig> codec_config(const MeshSection& m) {
   c.block_size = static_cast<uint32_t>(m.block_size);
   c.zstd_level = static_cast<int>(m.zstd_level);
   c.int2_density = m.int2_density;
+  c.int2_mean_scale = m.int2_scale == "mean";  // inert unless the id is int2
   return c;
 }
 
 Result<CodecConfig> broadcast_codec_config(const MeshSection& m) {
   MESHRL_ASSIGN_OR_RETURN(CodecConfig c, codec_config(m));
+  c.int2_mean_scale = (m.broadcast_int2_scale.empty() ? m.int2_scale : m.broadcast_int2_scale) == "mean";
   if (m.broadcast_codec.empty()) return c;
   auto id = codec_from_name(m.broadcast_codec);
   if (!id) return invalid_argument("[mesh] broadcast_codec '" + m.broadcast_codec + "' unknown");

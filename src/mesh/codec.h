@@ -28,6 +28,7 @@ struct CodecConfig {
   int zstd_level = 3;                       // 0 = no zstd; 1..19 usual (3 is zstd's default)
   bool stochastic_rounding = false;         // see quantize.h; off by default
   double int2_density = 0.0;                // int2 only: 0 = absmax ternary; (0, 1] = sparse (quantize.h)
+  bool int2_mean_scale = false;             // int2 only: absmax codes, least-squares scales (quantize.h)
 };
 
 class UpdateCodec {

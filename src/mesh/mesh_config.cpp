@@ -33,7 +33,8 @@ std::vector<Field> fields_of(MeshSection& m) {
       {"outer_nesterov", &m.outer_nesterov}, {"codec", &m.codec},
       {"broadcast_codec", &m.broadcast_codec},
       {"block_size", &m.block_size},   {"zstd_level", &m.zstd_level},
-      {"int2_density", &m.int2_density},
+      {"int2_density", &m.int2_density}, {"int2_scale", &m.int2_scale},
+      {"broadcast_int2_scale", &m.broadcast_int2_scale},
       {"lease_s", &m.lease_s},         {"heartbeat_s", &m.heartbeat_s},
       {"eval_every_rounds", &m.eval_every_rounds}, {"n_eval", &m.n_eval},
       {"overlap", &m.overlap},         {"seed", &m.seed},
@@ -79,6 +80,18 @@ Status validate_mesh_section(const MeshSection& m, const std::string& s) {
   if (!(m.int2_density >= 0 && m.int2_density <= 1)) return bad("int2_density", "in [0, 1]", rl::format_double(m.int2_density));
   if (m.int2_density > 0 && m.codec != "int2")
     return bad("int2_density", "0 unless codec is \"int2\"", rl::format_double(m.int2_density) + " with codec \"" + m.codec + "\"");
+  // The least-squares scale exists only for ternary: "mean" on a direction that is not int2 is a
+  // mistake in the run file, not something to ignore. int2_scale reaches the broadcast too unless
+  // broadcast_int2_scale is set.
+  if (m.int2_scale != "absmax" && m.int2_scale != "mean") return bad("int2_scale", "absmax or mean", "\"" + m.int2_scale + "\"");
+  if (!m.broadcast_int2_scale.empty() && m.broadcast_int2_scale != "absmax" && m.broadcast_int2_scale != "mean")
+    return bad("broadcast_int2_scale", "absmax, mean or \"\" (int2_scale's)", "\"" + m.broadcast_int2_scale + "\"");
+  const std::string& down_codec = m.broadcast_codec.empty() ? m.codec : m.broadcast_codec;
+  const bool int2_scale_reaches_down = m.broadcast_int2_scale.empty() && down_codec == "int2";
+  if (m.int2_scale == "mean" && m.codec != "int2" && !int2_scale_reaches_down)
+    return bad("int2_scale", "absmax unless the updates or the broadcast are \"int2\"", "\"mean\" with codec \"" + m.codec + "\"");
+  if (m.broadcast_int2_scale == "mean" && down_codec != "int2")
+    return bad("broadcast_int2_scale", "absmax unless the broadcast's codec is \"int2\"", "\"mean\" with \"" + down_codec + "\"");
   if (m.zstd_level < 0 || m.zstd_level > 19) return bad("zstd_level", "in [0, 19]", std::to_string(m.zstd_level));
   if (!(m.lease_s > 0)) return bad("lease_s", "> 0", rl::format_double(m.lease_s));
   if (!(m.heartbeat_s > 0 && m.heartbeat_s < m.lease_s)) return bad("heartbeat_s", "in (0, lease_s)", rl::format_double(m.heartbeat_s));

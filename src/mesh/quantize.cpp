@@ -114,6 +114,25 @@ void quantize_ternary_topk(std::span<const float> x, double density, size_t bloc
   }
 }
 
+void quantize_ternary_mean_scale(std::span<const float> x, size_t block_size, std::span<float> scales,
+                                 std::span<int8_t> codes) {
+  QuantizeConfig absmax;
+  absmax.block_size = block_size;
+  quantize_blockwise(x, kInt2MaxLevel, absmax, scales, codes);  // checks shapes and finiteness
+  const size_t n = x.size();
+  for (size_t b = 0, begin = 0; begin < n; ++b, begin += block_size) {
+    const size_t end = std::min(n, begin + block_size);
+    double sum = 0.0;
+    size_t k = 0;
+    for (size_t i = begin; i < end; ++i)
+      if (codes[i] != 0) {
+        sum += std::fabs(static_cast<double>(x[i]));
+        ++k;
+      }
+    scales[b] = k == 0 ? 0.0f : static_cast<float>(sum / static_cast<double>(k));
+  }
+}
+
 void dequantize_blockwise(std::span<const float> scales, std::span<const int8_t> codes, size_t block_size,
                           std::span<float> out) {
   const size_t n = codes.size();

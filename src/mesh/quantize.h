@@ -77,6 +77,24 @@ void quantize_blockwise(std::span<const float> x, int max_level, const QuantizeC
 void quantize_ternary_topk(std::span<const float> x, double density, size_t block_size, std::span<float> scales,
                            std::span<int8_t> codes);
 
+// Ternary with the least-squares scale ([mesh] broadcast_int2_scale / int2_scale = "mean"). The
+// codes are absmax ternary's: a value is sent iff |x| >= absmax_b / 2. Only each block's scale
+// changes: it is the mean magnitude of the values the block sends, not their maximum. For that
+// support this scale minimises ||x - deq||^2 and sends the block's mass on it exactly (on N(0, 1)
+// in blocks of 512 the relative error falls from 0.84 to 0.75).
+// Why the demo's broadcast uses it: absmax ternary decodes every sent value as the block's
+// largest. The coordinator quantises the mean of the nodes' ternary updates, whose values sit on a
+// lattice (sums of +-a_i / N) near its a / 2 threshold, so it sends about a / 2 as a. Its residual
+// then holds -a / 2, which the next round sends back as -a, and so on. On the demo, successive
+// broadcasts had a median cosine of -0.32, and by round 31 26% of the values were non-zero, about
+// 1.14 bits per value. With this scale the cosine is 0.00 and 11% are non-zero (0.70 bits), and
+// held-out pass@1 rises (BENCHMARKS.md, "demo", session 13; bench/broadcast_trace.py shows it).
+// On the nodes' updates it did worse (2 seeds), so int2_scale stays absmax there.
+// Same wire layout and decoder as absmax ternary; an all-zero block has scale 0.
+// x [P] finite (checked) -> scales [n_blocks(P)], codes [P] in -1..1.
+void quantize_ternary_mean_scale(std::span<const float> x, size_t block_size, std::span<float> scales,
+                                 std::span<int8_t> codes);
+
 // scales [n_blocks(P)], codes [P] -> out [P]: out_i = codes_i * scales_{i / block_size}.
 void dequantize_blockwise(std::span<const float> scales, std::span<const int8_t> codes, size_t block_size,
                           std::span<float> out);

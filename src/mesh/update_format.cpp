@@ -165,6 +165,8 @@ Result<std::string> write_update(std::span<const UpdateTensorView> tensors, cons
       codes.resize(numel);
       if (options.int2_density > 0.0)
         quantize_ternary_topk(v.values, options.int2_density, block_size, scales, codes);
+      else if (codec == CodecId::kInt2 && options.int2_mean_scale)
+        quantize_ternary_mean_scale(v.values, block_size, scales, codes);
       else
         quantize_blockwise(v.values, max_level(codec), qc, scales, codes);
       raw.assign(reinterpret_cast<const char*>(scales.data()), scales.size() * sizeof(float));

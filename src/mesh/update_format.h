@@ -72,6 +72,9 @@ struct UpdateEncodeOptions {
   // int2 only: 0 rounds every value against its block's absmax; in (0, 1] sends each block's
   // largest density share as +-mean magnitude (quantize_ternary_topk). The decoder is the same.
   double int2_density = 0.0;
+  // int2 with int2_density 0 only: the absmax codes with each block's least-squares scale
+  // (quantize_ternary_mean_scale). The decoder is the same.
+  bool int2_mean_scale = false;
 };
 
 // Encodes the tensors in order. Fails (kInvalidArgument, naming the tensor) on an empty, too long

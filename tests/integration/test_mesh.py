@@ -2,7 +2,7 @@
 """Mesh integration tests: real processes on loopback (coordinator, nodes, link emulator), tiny
 model, seeded, bounded in time. One case per ctest entry:
     python3 tests/integration/test_mesh.py --meshrl build-mesh/meshrl --case four_nodes
-Cases: four_nodes, partition_heal, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes,
+Cases: four_nodes, split_codecs, ternary_mean_broadcast, partition_heal, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes,
 mutual_tls.
 MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
 """
@@ -15,6 +15,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mesh_harness import CONFIG, Mesh, run_cases  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 
 CITIES = ["paris", "zurich", "dublin", "toronto"]
 
@@ -64,6 +66,69 @@ def split_codecs(meshrl):
     acked = m.check_exactly_once(names)
     m.log(f"int2 up (at most {largest_update} bytes), int8 down (up to {largest_broadcast} bytes): {len(acked)} updates "
           "applied once, every node on the final hash")
+    m.close()
+
+
+def read_safetensors(path):
+    """{name: float32 numpy array} of a safetensors file (the coordinator writes only F32)."""
+    import numpy as np
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32", f"{path}: {name} is {t['dtype']}"
+        lo, hi = t["data_offsets"]
+        out[name] = np.frombuffer(blob[8 + n + lo:8 + n + hi], dtype="<f4")
+    return out
+
+
+def ternary_mean_broadcast(meshrl):
+    """The demo's codec: absmax ternary updates up, ternary broadcasts with least-squares scales
+    down ([mesh] broadcast_int2_scale = "mean", src/mesh/quantize.h). Two checks. First, the scales
+    are what the option says. What the coordinator quantised for version v is what it sent plus
+    what it kept: x = broadcast + residual after v (outer_state's ef/ tensors). Each block's scale
+    must be the mean |x| over the values it sends, below their maximum (where absmax ternary would
+    put it). Second, the design rests on the coordinator applying exactly the delta it sends:
+    every node must reconstruct its weights bit for bit."""
+    import numpy as np
+    from broadcast_trace import decode_tensors
+    names = ["paris", "zurich", "dublin"]
+    m = Mesh(meshrl, "tmean", ["--mesh.rounds=3", "--mesh.codec=int2", "--mesh.broadcast_int2_scale=mean",
+                               "--mesh.block_size=2048"])
+    m.start_coordinator()
+    for i, n in enumerate(names):
+        m.start_node(n, shard=f"{i}/3")
+    for n in names:
+        m.wait_exit(n, 240)
+    assert m.version() == 3, m.version()
+    blocks = spread = 0
+    for v in range(1, 4):  # version 1 may be all zeros: every group of the warm start can score alike
+        vdir = os.path.join(m.run_dir, "versions", f"v-{v:06d}")
+        codec, _, tensors = decode_tensors(os.path.join(vdir, "broadcast.bin"))
+        assert codec == "int2", f"version {v}'s broadcast is {codec}"
+        ef = read_safetensors(os.path.join(vdir, "outer_state.safetensors"))
+        for name, bs, scales, b in tensors:
+            x = b + ef["ef/" + name].astype(np.float64)
+            for k, s in enumerate(scales):
+                sent = np.abs(x[k * bs:(k + 1) * bs][b[k * bs:(k + 1) * bs] != 0])
+                if sent.size == 0:
+                    assert s == 0, f"version {v} {name} block {k}: nothing sent but scale {s}"
+                    continue
+                blocks += 1
+                assert abs(s - sent.mean()) <= 1e-5 * sent.mean(), \
+                    f"version {v} {name} block {k}: scale {s}, mean |x| sent {sent.mean()}"
+                if sent.max() > sent.min() * (1 + 1e-4):  # unequal magnitudes: the mean is below the max
+                    spread += 1
+                    assert s < sent.max() * (1 - 1e-6), f"version {v} {name} block {k}: scale {s} is the max"
+    assert spread > 100, f"only {spread} of {blocks} blocks sent unequal magnitudes"
+    m.check_hashes(names)
+    acked = m.check_exactly_once(names)
+    m.log(f"int2 up, least-squares int2 down: {blocks} blocks at their mean sent magnitude ({spread} below the max); "
+          f"{len(acked)} updates applied once, every node on the final hash")
     m.close()
 
 
@@ -328,4 +393,4 @@ def mutual_tls(meshrl):
 
 
 if __name__ == "__main__":
-    run_cases([four_nodes, split_codecs, partition_heal, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes, mutual_tls])
+    run_cases([four_nodes, split_codecs, ternary_mean_broadcast, partition_heal, node_killed, late_joiner, coordinator_crash, sync_async, fourteen_nodes, mutual_tls])

@@ -99,6 +99,24 @@ TEST(Codec, SparseTernaryIsSmallerOnTheWireAndAnyInt2ReceiverDecodesIt) {
   EXPECT_NE(refused.status().message().find("int2_density must be 0, or in (0, 1] with codec int2"), std::string::npos);
 }
 
+TEST(Codec, MeanScaleTernaryCostsTheSameBytesAndSendsLessError) {
+  // [mesh] int2_scale = "mean": absmax ternary's codes with least-squares scales (quantize.h).
+  // Same support, so zstd sees the same codes: the size differs only in the scales' bytes; any
+  // int2 receiver decodes it; the decoded update is nearer the input.
+  torch::manual_seed(5);
+  NamedTensors set{{"w"}, {torch::randn({256, 256}) * 1e-3}};
+  CodecConfig absmax{CodecId::kInt2, 2048, 19, false}, mean = absmax;
+  mean.int2_mean_scale = true;
+  const auto a = make_codec(absmax).value()->encode(set).value();
+  const auto m = make_codec(mean).value()->encode(set).value();
+  EXPECT_NE(a, m);
+  EXPECT_NEAR(static_cast<double>(m.size()), static_cast<double>(a.size()), 0.02 * a.size());
+  auto da = make_codec(absmax).value()->decode(a, kLimits).value().tensors[0];
+  auto dm = make_codec(absmax).value()->decode(m, kLimits).value().tensors[0];
+  EXPECT_TRUE(da.ne(0).equal(dm.ne(0)));
+  EXPECT_LT((dm - set.tensors[0]).norm().item<double>(), (da - set.tensors[0]).norm().item<double>());
+}
+
 TEST(Codec, StochasticRoundingIsSeeded) {
   auto set = sample_set(4);
   auto codec = make_codec({CodecId::kInt4, 64, 3, true}).value();

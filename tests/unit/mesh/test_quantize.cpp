@@ -306,6 +306,52 @@ TEST(QuantizeTernaryTopk, MostOfAbsmaxTernarysEnergyFromAQuarterOfTheValues) {
   EXPECT_GT(1 - std::pow(rel(out), 2), 0.6 * (1 - std::pow(rel(absmax.out), 2)));
 }
 
+TEST(QuantizeTernaryMeanScale, AbsmaxCodesAtTheirMeanMagnitudeWithLessError) {
+  // Same codes as absmax ternary (so the same bytes before the scales); each block's scale is the
+  // mean magnitude of what it sends, which sends the block's mass on that support exactly and,
+  // on N(0, 1) in blocks of 512, cuts ||deq - x|| / ||x|| from 0.84 to 0.75: it removes 44% of the
+  // squared error per round where absmax removes 29%.
+  const size_t block = 512;
+  auto x = gaussian((1 << 16) + 100, 1.0, 11);  // a ragged last block
+  QuantizeConfig cfg;
+  cfg.block_size = block;
+  auto absmax = round_trip(x, kInt2MaxLevel, cfg);
+  Ternary t{std::vector<float>(quant_n_blocks(x.size(), block)), std::vector<int8_t>(x.size())};
+  quantize_ternary_mean_scale(x, block, t.scales, t.codes);
+  EXPECT_EQ(t.codes, absmax.codes);
+  double err_mean = 0, err_absmax = 0, den = 0;
+  for (size_t b = 0; b < t.scales.size(); ++b) {
+    double sent = 0;
+    size_t k = 0;
+    for (size_t i = b * block; i < std::min(x.size(), (b + 1) * block); ++i)
+      if (t.codes[i] != 0) {
+        sent += std::fabs(static_cast<double>(x[i]));
+        ++k;
+      }
+    ASSERT_GT(k, 0u);
+    EXPECT_EQ(t.scales[b], static_cast<float>(sent / static_cast<double>(k))) << "block " << b;
+    EXPECT_LT(t.scales[b], absmax.scales[b]) << "block " << b;  // the largest value is sent below its size
+  }
+  std::vector<float> out(x.size());
+  dequantize_blockwise(t.scales, t.codes, block, out);
+  for (size_t i = 0; i < x.size(); ++i) {
+    err_mean += std::pow(static_cast<double>(out[i]) - x[i], 2);
+    err_absmax += std::pow(static_cast<double>(absmax.out[i]) - x[i], 2);
+    den += static_cast<double>(x[i]) * x[i];
+  }
+  EXPECT_LT(err_mean, err_absmax);
+  EXPECT_NEAR(std::sqrt(err_mean / den), 0.746, 0.01);
+  // An all-zero block has scale 0; a non-finite value is a broken invariant, as for absmax.
+  std::vector<float> z = {0, 0, 0, 0, 1, -3, 0.5f, 2};
+  Ternary zt{std::vector<float>(2), std::vector<int8_t>(8)};
+  quantize_ternary_mean_scale(z, 4, zt.scales, zt.codes);
+  EXPECT_EQ(zt.scales[0], 0.0f);
+  EXPECT_EQ(zt.codes, (std::vector<int8_t>{0, 0, 0, 0, 0, -1, 0, 1}));  // 1 < 3 / 2 stays home
+  EXPECT_EQ(zt.scales[1], 2.5f);
+  z[2] = std::numeric_limits<float>::infinity();
+  EXPECT_THROW(quantize_ternary_mean_scale(z, 4, zt.scales, zt.codes), CheckFailure);
+}
+
 TEST(Quantize, Int8ErrorOnGaussianIsSmall) {
   // ||deq - x|| / ||x|| on N(0,1), block 64: about 0.006 for int8 and 0.108 for int4 (quantize.h).
   auto x = gaussian(1 << 16, 1.0, 11);
