@@ -97,7 +97,7 @@ Result<CodecConfig> codec_config(const MeshSection& m) {
 
 Result<CodecConfig> broadcast_codec_config(const MeshSection& m) {
   MESHRL_ASSIGN_OR_RETURN(CodecConfig c, codec_config(m));
-  c.int2_mean_scale = (m.broadcast_int2_scale.empty() ? m.int2_scale : m.broadcast_int2_scale) == "mean";
+  c.int2_mean_scale = m.broadcast_int2_scale == "mean";  // inert unless the broadcast is int2
   if (m.broadcast_codec.empty()) return c;
   auto id = codec_from_name(m.broadcast_codec);
   if (!id) return invalid_argument("[mesh] broadcast_codec '" + m.broadcast_codec + "' unknown");

@@ -32,8 +32,8 @@ struct MeshSection {
   std::string broadcast_codec;      // the broadcast's own codec when set (int8 | int4 | int2 | fp32); "" = codec
   int64_t block_size = 256;         // values per quantisation scale
   double int2_density = 0.0;        // int2: 0 = absmax ternary; (0, 1] = each block's largest share only (quantize.h)
-  std::string int2_scale = "absmax";  // int2 updates: absmax | mean (least-squares scale, quantize.h)
-  std::string broadcast_int2_scale;   // int2 broadcast: absmax | mean; "" = int2_scale
+  std::string int2_scale = "absmax";            // int2 updates: absmax | mean (least-squares scale, quantize.h)
+  std::string broadcast_int2_scale = "mean";    // int2 broadcasts: mean | absmax; inert for another broadcast codec
   int64_t zstd_level = 3;           // 0 = no zstd
   double lease_s = 30;              // a node silent this long is dropped, > 0
   double heartbeat_s = 2;           // how often nodes renew their lease, > 0 and < lease_s

@@ -77,7 +77,8 @@ void quantize_blockwise(std::span<const float> x, int max_level, const QuantizeC
 void quantize_ternary_topk(std::span<const float> x, double density, size_t block_size, std::span<float> scales,
                            std::span<int8_t> codes);
 
-// Ternary with the least-squares scale ([mesh] broadcast_int2_scale / int2_scale = "mean"). The
+// Ternary with the least-squares scale ([mesh] broadcast_int2_scale = "mean", the default for an
+// int2 broadcast; int2_scale = "mean" for the updates). The
 // codes are absmax ternary's: a value is sent iff |x| >= absmax_b / 2. Only each block's scale
 // changes: it is the mean magnitude of the values the block sends, not their maximum. For that
 // support this scale minimises ||x - deq||^2 and sends the block's mass on it exactly (on N(0, 1)

@@ -54,19 +54,19 @@ TEST(MeshConfig, UnknownKeysWrongTypesAndRangesAreErrors) {
             std::string::npos) << density.status().message();
   EXPECT_TRUE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.int2_density=0.0625"}).is_ok());
   EXPECT_FALSE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.int2_density=1.5"}).is_ok());
-  auto scale = parse_mesh_run_config(kRun, "run.toml", {"--mesh.int2_scale=mean"});  // int4 both ways
+  auto scale = parse_mesh_run_config(kRun, "run.toml", {"--mesh.int2_scale=mean"});  // kRun's codec is int4
   ASSERT_FALSE(scale.is_ok());
-  EXPECT_NE(scale.status().message().find("int2_scale must be absmax unless the updates or the broadcast are \"int2\""),
+  EXPECT_NE(scale.status().message().find("int2_scale must be absmax unless codec is \"int2\", got \"mean\" with codec \"int4\""),
             std::string::npos) << scale.status().message();
   auto scale_name = parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.int2_scale=median"});
   ASSERT_FALSE(scale_name.is_ok());
   EXPECT_NE(scale_name.status().message().find("int2_scale must be absmax or mean"), std::string::npos);
-  EXPECT_TRUE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.broadcast_codec=int2", "--mesh.int2_scale=mean"}).is_ok());
-  auto down_scale = parse_mesh_run_config(kRun, "run.toml", {"--mesh.broadcast_int2_scale=mean"});  // int4 down
-  ASSERT_FALSE(down_scale.is_ok());
-  EXPECT_NE(down_scale.status().message().find("broadcast_int2_scale must be absmax unless the broadcast's codec is \"int2\", got \"mean\" with \"int4\""),
-            std::string::npos) << down_scale.status().message();
-  EXPECT_FALSE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.broadcast_int2_scale=max"}).is_ok());
+  auto down_name = parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.broadcast_int2_scale=max"});
+  ASSERT_FALSE(down_name.is_ok());
+  EXPECT_NE(down_name.status().message().find("[mesh] broadcast_int2_scale must be mean or absmax, got \"max\""),
+            std::string::npos) << down_name.status().message();
+  // The broadcast's default ("mean") is inert for a broadcast in another codec, so it is no error.
+  EXPECT_TRUE(parse_mesh_run_config(kRun, "run.toml", {"--mesh.broadcast_int2_scale=mean"}).is_ok());
   auto mode = parse_mesh_run_config("", "run.toml", {"--mesh.mode=fast"});
   ASSERT_FALSE(mode.is_ok());
   auto other = parse_mesh_run_config("[grpo]\nstepz = 1\n", "run.toml");
@@ -116,19 +116,21 @@ TEST(MeshConfig, BroadcastCodecDefaultsToTheUpdatesCodecAndIsValidated) {
   EXPECT_EQ(b->block_size, 1024u);
   EXPECT_EQ(b->zstd_level, 7);
   EXPECT_TRUE(make_codec(b.value()).is_ok());
-  auto mean = parse_mesh_run_config(kRun, "run.toml", {"--mesh.broadcast_codec=int2", "--mesh.int2_scale=mean"});
-  ASSERT_TRUE(mean.is_ok()) << mean.status().message();
-  EXPECT_TRUE(broadcast_codec_config(mean->mesh)->int2_mean_scale);  // int2 only on the way down here
-  EXPECT_FALSE(broadcast_codec_config(split.value().mesh)->int2_mean_scale);  // absmax by default
-  // The demo's split: absmax ternary up, least-squares ternary down.
-  auto demo = parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.broadcast_int2_scale=mean"});
-  ASSERT_TRUE(demo.is_ok()) << demo.status().message();
-  EXPECT_FALSE(codec_config(demo->mesh)->int2_mean_scale);
-  EXPECT_TRUE(broadcast_codec_config(demo->mesh)->int2_mean_scale);
-  auto both = parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2", "--mesh.int2_scale=mean"});
-  ASSERT_TRUE(both.is_ok()) << both.status().message();
-  EXPECT_TRUE(codec_config(both->mesh)->int2_mean_scale);
-  EXPECT_TRUE(broadcast_codec_config(both->mesh)->int2_mean_scale);  // int2_scale reaches the broadcast
+  // Ternary scales, one key per direction: updates absmax and broadcasts least-squares by default
+  // (the demo's split, quantize.h), each settable on its own.
+  auto tern = parse_mesh_run_config(kRun, "run.toml", {"--mesh.codec=int2"});
+  ASSERT_TRUE(tern.is_ok()) << tern.status().message();
+  EXPECT_FALSE(codec_config(tern->mesh)->int2_mean_scale);
+  EXPECT_TRUE(broadcast_codec_config(tern->mesh)->int2_mean_scale);
+  auto flipped = parse_mesh_run_config(kRun, "run.toml",
+                                       {"--mesh.codec=int2", "--mesh.int2_scale=mean", "--mesh.broadcast_int2_scale=absmax"});
+  ASSERT_TRUE(flipped.is_ok()) << flipped.status().message();
+  EXPECT_TRUE(codec_config(flipped->mesh)->int2_mean_scale);
+  EXPECT_FALSE(broadcast_codec_config(flipped->mesh)->int2_mean_scale);
+  auto flipped_back = parse_mesh_run_config(mesh_run_config_to_toml(flipped.value()), "effective.toml");
+  ASSERT_TRUE(flipped_back.is_ok()) << flipped_back.status().message();
+  EXPECT_EQ(flipped_back->mesh.int2_scale, "mean");
+  EXPECT_EQ(flipped_back->mesh.broadcast_int2_scale, "absmax");
   auto back = parse_mesh_run_config(mesh_run_config_to_toml(split.value()), "effective.toml");
   ASSERT_TRUE(back.is_ok()) << back.status().message();
   EXPECT_EQ(back->mesh.broadcast_codec, "int8");
