@@ -78,11 +78,11 @@ void quantize_ternary_topk(std::span<const float> x, double density, size_t bloc
                            std::span<int8_t> codes);
 
 // Ternary with the least-squares scale ([mesh] broadcast_int2_scale = "mean", the default for an
-// int2 broadcast; int2_scale = "mean" for the updates). The
-// codes are absmax ternary's: a value is sent iff |x| >= absmax_b / 2. Only each block's scale
-// changes: it is the mean magnitude of the values the block sends, not their maximum. For that
-// support this scale minimises ||x - deq||^2 and sends the block's mass on it exactly (on N(0, 1)
-// in blocks of 512 the relative error falls from 0.84 to 0.75).
+// int2 broadcast; int2_scale = "mean" for the updates). The codes are absmax ternary's: a value
+// is sent iff it rounds away from 0 against the block's absmax (|x| > about absmax_b / 2). Only
+// each block's scale changes: it is the mean magnitude of the values the block sends, not their
+// maximum. For that support this scale minimises ||x - deq||^2 and sends the block's mass on it
+// exactly (on N(0, 1) in blocks of 512 the relative error falls from 0.84 to 0.75).
 // Why the demo's broadcast uses it: absmax ternary decodes every sent value as the block's
 // largest. The coordinator quantises the mean of the nodes' ternary updates, whose values sit on a
 // lattice (sums of +-a_i / N) near its a / 2 threshold, so it sends about a / 2 as a. Its residual
