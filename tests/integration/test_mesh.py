@@ -16,7 +16,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mesh_harness import CONFIG, Mesh, run_cases  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))  # broadcast_trace
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))  # hf_reference
 
 CITIES = ["paris", "zurich", "dublin", "toronto"]
 
@@ -69,23 +70,6 @@ def split_codecs(meshrl):
     m.close()
 
 
-def read_safetensors(path):
-    """{name: float32 numpy array} of a safetensors file (the coordinator writes only F32)."""
-    import numpy as np
-    with open(path, "rb") as f:
-        blob = f.read()
-    n = int.from_bytes(blob[:8], "little")
-    header = json.loads(blob[8:8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        assert t["dtype"] == "F32", f"{path}: {name} is {t['dtype']}"
-        lo, hi = t["data_offsets"]
-        out[name] = np.frombuffer(blob[8 + n + lo:8 + n + hi], dtype="<f4")
-    return out
-
-
 def ternary_mean_broadcast(meshrl):
     """The demo's codec: absmax ternary updates up, ternary broadcasts with least-squares scales
     down ([mesh] broadcast_int2_scale = "mean", src/mesh/quantize.h). Two checks. First, the scales
@@ -96,6 +80,7 @@ def ternary_mean_broadcast(meshrl):
     every node must reconstruct its weights bit for bit."""
     import numpy as np
     from broadcast_trace import decode_tensors
+    from hf_reference import read_safetensors
     names = ["paris", "zurich", "dublin"]
     m = Mesh(meshrl, "tmean", ["--mesh.rounds=3", "--mesh.codec=int2", "--mesh.broadcast_int2_scale=mean",
                                "--mesh.block_size=2048"])
@@ -112,7 +97,7 @@ def ternary_mean_broadcast(meshrl):
         assert codec == "int2", f"version {v}'s broadcast is {codec}"
         ef = read_safetensors(os.path.join(vdir, "outer_state.safetensors"))
         for name, bs, scales, b in tensors:
-            x = b + ef["ef/" + name].astype(np.float64)
+            x = b + ef["ef/" + name].numpy().reshape(-1).astype(np.float64)
             for k, s in enumerate(scales):
                 sent = np.abs(x[k * bs:(k + 1) * bs][b[k * bs:(k + 1) * bs] != 0])
                 if sent.size == 0:
