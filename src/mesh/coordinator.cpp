@@ -690,9 +690,23 @@ v1::AuditVerdict Coordinator::answer_audit(const v1::AuditAnswer& ans) {
   return v;
 }
 
-Status Coordinator::close_round(CloseReason reason) {
+namespace {
+std::string share_text(double share) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", share);
+  return b;
+}
+}  // namespace
+
+Status Coordinator::close_round(CloseReason reason, int64_t nodes_online) {
   const double t_start = mono_seconds();
   MESHRL_ASSIGN_OR_RETURN(NamedTensors pg, acc_->finish());
+  double share = 1.0;  // of a full round: async versions move the weights by their updates' share (round.h)
+  if (rules_.mode == RoundMode::kAsync) {
+    share = async_round_share(acc_->total_weight(), round_samples_, static_cast<int64_t>(round_keys_.size()), nodes_online);
+    torch::NoGradGuard no_grad;
+    for (auto& t : pg.tensors) t.mul_(share);
+  }
   MESHRL_ASSIGN_OR_RETURN(NamedTensors delta, outer_->step(pg));
   NamedTensors compensated = ef_.compensate(delta);
   const uint64_t seed = static_cast<uint64_t>(version_ + 1);
@@ -766,7 +780,9 @@ Status Coordinator::close_round(CloseReason reason) {
   rep.bytes_down = bytes_down_;
   rep.seconds = mono_seconds() - t0_;
   log("version " + std::to_string(v) + " " + hash.substr(0, 12) + " closed by " + rep.closed_by + " with " +
-      std::to_string(rep.n_updates) + " update(s) in " + std::to_string(static_cast<int>(1000 * (mono_seconds() - t_start))) + " ms");
+      std::to_string(rep.n_updates) + " update(s)" +
+      (rules_.mode == RoundMode::kAsync ? " (" + share_text(share) + " of a round)" : std::string()) + " in " +
+      std::to_string(static_cast<int>(1000 * (mono_seconds() - t_start))) + " ms");
   version_cv_.notify_all();
   if (opts_.on_version) opts_.on_version(rep);
   return Status::ok();
@@ -793,7 +809,7 @@ void Coordinator::round_loop() {
     const CloseReason why = should_close(rules_, round_, online, now);
     if (why == CloseReason::kOpen) continue;
     fault_point("after_ack", version_ + 1);  // test-only: core/fault_point.h
-    if (Status st = close_round(why); !st.is_ok()) {
+    if (Status st = close_round(why, online); !st.is_ok()) {
       // theta, the outer state and the residual may be half-updated: stop, and let --resume redo
       // the round from the durable version and the spooled updates.
       fatal_ = st;

@@ -176,7 +176,8 @@ class Coordinator {
   Status load_common(const std::string& spec);
   Status readmit_pending();
   void round_loop();
-  Status close_round(CloseReason reason);            // under mu_
+  // Under mu_. nodes_online: the count the round's close was judged against (async scaling, round.h).
+  Status close_round(CloseReason reason, int64_t nodes_online);
   void expire_leases(double now);                    // under mu_
   bool session_ok(const std::string& name, uint64_t session);  // under mu_; renews the lease
   // Answers "<code>: <detail>"; record: a row under the key (a retry gets the same answer), else a node event.

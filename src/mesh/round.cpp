@@ -1,6 +1,7 @@
 // The round rules. See round.h.
 #include "mesh/round.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "mesh/aggregate.h"
@@ -49,6 +50,12 @@ CloseReason should_close(const RoundRules& r, const OpenRound& round, int64_t no
   if (round.n_fresh_nodes >= quorum_count(r.quorum, nodes_online)) return CloseReason::kQuorum;
   if (now_s - round.opened_at_s >= r.deadline_s) return CloseReason::kDeadline;
   return CloseReason::kOpen;
+}
+
+double async_round_share(double total_weight, int64_t n_samples, int64_t n_updates, int64_t nodes_online) {
+  const double full_round = static_cast<double>(std::max<int64_t>(1, nodes_online)) * static_cast<double>(n_samples) /
+                            static_cast<double>(std::max<int64_t>(1, n_updates));
+  return full_round > 0 ? total_weight / full_round : 0.0;
 }
 
 }  // namespace meshrl::mesh

@@ -49,4 +49,16 @@ int64_t quorum_count(double quorum, int64_t nodes_online);
 // Never closes an empty round (there is nothing to build a version from).
 CloseReason should_close(const RoundRules& rules, const OpenRound& round, int64_t nodes_online, double now_s);
 
+// Async mode: the share of a full sync round that a version built from these updates stands for,
+// by which the coordinator scales their weighted mean before the outer step:
+//   total_weight / (nodes_online x n_samples / n_updates)
+// The denominator is the weight of one fresh update from each online node, at this round's mean
+// samples per update. One fresh update among N nodes is 1/N, and a stale one keeps its staleness
+// weight on top. Why: an async version is usually one node's update. Applied whole, N nodes would
+// move the weights N times as far per sample as a sync round, which averages them. On the demo at
+// outer lr 1 that took held-out pass@1 from 38.4% to 2.6% (BENCHMARKS.md, "demo", session 13).
+// And a weighted mean of one update is that update whatever its weight, so staleness counted for
+// nothing. n_updates, n_samples >= 1; nodes_online < 1 counts as 1.
+double async_round_share(double total_weight, int64_t n_samples, int64_t n_updates, int64_t nodes_online);
+
 }  // namespace meshrl::mesh

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "mesh/aggregate.h"
 #include "mesh/round.h"
 
 namespace meshrl::mesh {
@@ -78,6 +79,24 @@ TEST(RoundClose, AsyncClosesOnAnyUpdate) {
   round.n_updates = 1;
   EXPECT_EQ(should_close(r, round, 4, 0.0), CloseReason::kAsync);
   EXPECT_STREQ(close_reason_name(CloseReason::kAsync), "async");
+}
+
+TEST(RoundAsyncShare, OneUpdateIsItsShareOfARoundAndStalenessCounts) {
+  RoundRules r = sync_rules();
+  r.mode = RoundMode::kAsync;
+  // One fresh update of 96 samples among 4 online nodes: a quarter of a sync round.
+  Admission fresh = admit_update(r, 10, 10, 96);
+  EXPECT_DOUBLE_EQ(async_round_share(fresh.weight, 96, 1, 4), 0.25);
+  // One version behind: its staleness weight (1/sqrt(2)) survives, where a weighted mean of one
+  // update would have cancelled it.
+  Admission stale = admit_update(r, 10, 9, 96);
+  EXPECT_DOUBLE_EQ(async_round_share(stale.weight, 96, 1, 4), 0.25 * staleness_weight(1, r.max_staleness));
+  EXPECT_LT(async_round_share(stale.weight, 96, 1, 4), async_round_share(fresh.weight, 96, 1, 4));
+  // Every node's fresh update in one version is a whole round, as in sync mode.
+  EXPECT_DOUBLE_EQ(async_round_share(4 * fresh.weight, 4 * 96, 4, 4), 1.0);
+  // A lone node is the whole mesh; a count of 0 online (all leases lapsed as it closes) counts as 1.
+  EXPECT_DOUBLE_EQ(async_round_share(fresh.weight, 96, 1, 1), 1.0);
+  EXPECT_DOUBLE_EQ(async_round_share(fresh.weight, 96, 1, 0), 1.0);
 }
 
 }  // namespace
