@@ -321,31 +321,42 @@ TEST(CoordinatorRpcDevice, ModelDeviceIsForTheNodesTheCoordinatorServesFromTheCp
 // With the fp32 codec, outer lr 1 and no momentum, one node's round must land the coordinator
 // exactly on that node's local weights (theta - (theta - local) = local up to one float rounding):
 // the sign and scale of the whole pseudo-gradient path, checked with numbers.
-TEST(CoordinatorRpcMath, PlainAveragingOfOneNodeLandsOnItsWeights) {
-  const fs::path dir = fs::temp_directory_path() / ("meshrl-rpc-math-" + std::to_string(::getpid()));
+// One fp32 update from paris on version 0, with `others` more nodes joined (online, silent), in
+// plain-averaging runs (outer lr 1, momentum 0). Returns version 0, paris's local weights and
+// version 1, after checking that the broadcast replays version 0 into version 1 bit for bit.
+struct OneUpdate {
+  mesh::NamedTensors w0, local, w1;
+};
+OneUpdate one_update(const std::string& mode, int others) {
+  const fs::path dir = fs::temp_directory_path() / ("meshrl-rpc-math-" + std::to_string(::getpid()) + "-" + mode);
   fs::remove_all(dir);
   mesh::CoordinatorOptions o;
   o.run_dir = dir;
   o.config = mesh::parse_mesh_run_config(std::string(kRun) + "outer_lr = 1.0\nouter_momentum = 0.0\n", "test.toml",
-                                         {"--mesh.codec=fp32"}).value();
+                                         {"--mesh.codec=fp32", "--mesh.mode=" + mode}).value();
   auto coord = mesh::Coordinator::start(o).value();
   auto server = CoordinatorServer::start(*coord, {}).value();
   ChannelOptions co;
   co.target = "127.0.0.1:" + std::to_string(server->port());
   auto client = make_grpc_client(co).value();
   const trust::SigningKey key = trust::SigningKey::generate();
-  v1::JoinRequest req;
-  req.set_protocol_version(mesh::kProtocolVersion);
-  req.set_name("paris");
-  req.set_signing_key(key.public_key());
-  auto j = client->join(req).value();
-  ASSERT_TRUE(j.accepted());
+  auto join = [&](const std::string& name) {
+    v1::JoinRequest req;
+    req.set_protocol_version(mesh::kProtocolVersion);
+    req.set_name(name);
+    req.set_signing_key(key.public_key());
+    return client->join(req).value();
+  };
+  auto j = join("paris");
+  EXPECT_TRUE(j.accepted());
+  for (int k = 0; k < others; ++k) EXPECT_TRUE(join("other" + std::to_string(k)).accepted());
 
-  mesh::NamedTensors w0 = mesh::decode_update(client->download_weights("paris", j.session(), 0).value().bytes, {}).value();
+  OneUpdate r;
+  r.w0 = mesh::decode_update(client->download_weights("paris", j.session(), 0).value().bytes, {}).value();
   torch::manual_seed(7);
-  mesh::NamedTensors local = mesh::clone_named_tensors(w0);
-  for (auto& t : local.tensors) t.add_(torch::randn_like(t) * 1e-3);
-  mesh::NamedTensors pg = mesh::subtract_named_tensors(w0, local).value();  // theta_v - theta_local
+  r.local = mesh::clone_named_tensors(r.w0);
+  for (auto& t : r.local.tensors) t.add_(torch::randn_like(t) * 1e-3);
+  mesh::NamedTensors pg = mesh::subtract_named_tensors(r.w0, r.local).value();  // theta_v - theta_local
   mesh::CodecConfig cc;
   cc.id = mesh::CodecId::kFp32;
   const std::string bytes = mesh::make_codec(cc).value()->encode(pg).value();
@@ -358,23 +369,42 @@ TEST(CoordinatorRpcMath, PlainAveragingOfOneNodeLandsOnItsWeights) {
   h.set_n_samples(4);
   h.set_declared_bytes(bytes.size());
   mesh::sign_update(h, coord->run_id(), bytes, key);
-  ASSERT_TRUE(client->submit(h, bytes).value().accepted());
+  EXPECT_TRUE(client->submit(h, bytes).value().accepted());
   for (int i = 0; i < 100 && coord->version() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_EQ(coord->version(), 1);
+  EXPECT_EQ(coord->version(), 1);
 
-  mesh::NamedTensors w1 = mesh::decode_update(client->download_weights("paris", j.session(), 1).value().bytes, {}).value();
-  double max_err = 0;
-  for (size_t i = 0; i < w1.size(); ++i)
-    max_err = std::max(max_err, (w1.tensors[i] - local.tensors[i]).abs().max().item<double>());
-  EXPECT_LT(max_err, 1e-6);
+  r.w1 = mesh::decode_update(client->download_weights("paris", j.session(), 1).value().bytes, {}).value();
   // The broadcast applied to version 0 gives version 1 bit for bit (what every node does).
-  mesh::NamedTensors replay = mesh::clone_named_tensors(w0);
+  mesh::NamedTensors replay = mesh::clone_named_tensors(r.w0);
   auto delta = mesh::decode_update(client->get_broadcast("paris", j.session(), 1).value().bytes, {}).value();
-  ASSERT_TRUE(mesh::apply_delta(replay, delta).is_ok());
+  EXPECT_TRUE(mesh::apply_delta(replay, delta).is_ok());
   EXPECT_EQ(mesh::content_hash(replay), coord->hash());
   server->shutdown();
   coord->stop();
   fs::remove_all(dir);
+  return r;
+}
+
+// max |a + t (b - a) - c| over every tensor: how far c is from the point t of the way from a to b.
+double off_the_line(const mesh::NamedTensors& a, const mesh::NamedTensors& b, double t, const mesh::NamedTensors& c) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, (a.tensors[i] + t * (b.tensors[i] - a.tensors[i]) - c.tensors[i]).abs().max().item<double>());
+  return m;
+}
+
+TEST(CoordinatorRpcMath, PlainAveragingOfOneNodeLandsOnItsWeights) {
+  auto r = one_update("sync", 0);
+  EXPECT_LT(off_the_line(r.w0, r.local, 1.0, r.w1), 1e-6);
+}
+
+// Async: a version of one fresh update among two online nodes is half a round (round.h,
+// async_round_share), so the weights go halfway to paris's. Applied whole they would land on
+// paris's weights, and two nodes would move the run twice as far per sample as a sync round.
+TEST(CoordinatorRpcMath, AsyncVersionOfOneUpdateMovesByItsShareOfARound) {
+  auto r = one_update("async", 1);
+  EXPECT_LT(off_the_line(r.w0, r.local, 0.5, r.w1), 1e-6);
+  EXPECT_GT(off_the_line(r.w0, r.local, 1.0, r.w1), 1e-4);  // not landed on paris's weights
 }
 
 }  // namespace
