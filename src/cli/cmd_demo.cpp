@@ -265,7 +265,9 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   const double bytes_full = static_cast<double>(coord->bytes_down_full());
   // Per node per round, without the one-off full-weight downloads at join: updates up, broadcasts
   // down, against fp32 data parallelism's gradient up + gradient down for each of the H steps.
-  const double node_rounds = static_cast<double>(std::max<int64_t>(1, coord->version())) * static_cast<double>(topo.cities.size());
+  // A node-round is H inner steps trained: versions x nodes in a full sync run, but in async mode
+  // a version is about one update while every node downloads every version.
+  const double node_rounds = std::max(1.0, static_cast<double>(inner_steps) / static_cast<double>(std::max<int64_t>(1, cfg.mesh.inner_steps)));
   const double per_node_round = (bytes_up + bytes_down - bytes_full) / node_rounds;
   const double dp_per_node_round = static_cast<double>(cfg.mesh.inner_steps) * 2.0 * 4.0 * static_cast<double>(P);
   nlohmann::json s = {
