@@ -141,6 +141,13 @@ class Mesh:
             time.sleep(0.05)
         self.fail(f"timed out after {timeout} s waiting for {what}")
 
+    def run_nodes(self, names, timeout=240):
+        """Starts each named node on its own shard (i of len(names)), then waits for each to finish."""
+        for i, n in enumerate(names):
+            self.start_node(n, shard=f"{i}/{len(names)}")
+        for n in names:
+            self.wait_exit(n, timeout)
+
     def wait_exit(self, key, timeout):
         p = self.procs[key]
         try:

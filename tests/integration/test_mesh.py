@@ -46,10 +46,7 @@ def split_codecs(meshrl):
     names = ["paris", "zurich", "dublin"]
     m = Mesh(meshrl, "split", ["--mesh.rounds=3", "--mesh.codec=int2", "--mesh.broadcast_codec=int8"])
     m.start_coordinator()
-    for i, n in enumerate(names):
-        m.start_node(n, shard=f"{i}/3")
-    for n in names:
-        m.wait_exit(n, 240)
+    m.run_nodes(names)
     assert m.version() == 3, m.version()
     codecs = {1: "fp32", 2: "int8", 3: "int4", 4: "int2"}
     for v in range(1, 4):
@@ -85,10 +82,7 @@ def ternary_mean_broadcast(meshrl):
     m = Mesh(meshrl, "tmean", ["--mesh.rounds=3", "--mesh.codec=int2", "--mesh.broadcast_int2_scale=mean",
                                "--mesh.block_size=2048"])
     m.start_coordinator()
-    for i, n in enumerate(names):
-        m.start_node(n, shard=f"{i}/3")
-    for n in names:
-        m.wait_exit(n, 240)
+    m.run_nodes(names)
     assert m.version() == 3, m.version()
     blocks = spread = 0
     for v in range(1, 4):  # version 1 may be all zeros: every group of the warm start can score alike
@@ -283,10 +277,7 @@ def run_mode(meshrl, mode):
     # async: every update makes a version, so three nodes put each other up to ~3 versions behind.
     m = Mesh(meshrl, mode, ["--mesh.rounds=6", f"--mesh.mode={mode}", "--mesh.inner_steps=2", "--mesh.max_staleness=4"])
     m.start_coordinator(extra=["--eval"])
-    for i, n in enumerate(names):
-        m.start_node(n, shard=f"{i}/3")
-    for n in names:
-        m.wait_exit(n, 240)
+    m.run_nodes(names)
     m.wait_exit("coordinator", 120)
     with open(os.path.join(m.run_dir, "summary.json")) as f:
         s = json.load(f)
@@ -324,10 +315,7 @@ def fourteen_nodes(meshrl):
     m = Mesh(meshrl, "fourteen", ["--mesh.rounds=2", "--grpo.prompts_per_step=2", "--mesh.lease_s=60",
                                   "--mesh.heartbeat_s=2", "--mesh.round_deadline_s=120"])
     m.start_coordinator()
-    for i, n in enumerate(names):
-        m.start_node(n, shard=f"{i}/14")
-    for n in names:
-        m.wait_exit(n, 280)
+    m.run_nodes(names, 280)
     assert m.version() == 2
     m.check_hashes(names)
     m.check_exactly_once(names)
