@@ -1,7 +1,8 @@
-// `meshrl ca init DIR [--hostname H ...]`, `meshrl ca issue NAME [--ca DIR] [--out DIR]`,
-// `meshrl ca revoke NAME [--ca DIR]`: the run's certificate authority (src/trust/run_ca.h).
-// Copy CA_DIR/nodes/NAME to the node's machine and pass it as `meshrl node --identity DIR`;
-// the coordinator takes `--ca CA_DIR`.
+// `meshrl ca init DIR [--hostname H ...] [--ca-key FILE]`,
+// `meshrl ca issue NAME [--ca DIR] [--ca-key FILE] [--out DIR]`, `meshrl ca revoke NAME [--ca DIR]`:
+// the run's certificate authority (src/trust/run_ca.h). The CA's key goes to FILE (default
+// DIR-key/ca.key), outside DIR; only `issue` needs it. Copy CA_DIR/nodes/NAME to the node's
+// machine and pass it as `meshrl node --identity DIR`; the coordinator takes `--ca CA_DIR`.
 #include <cstdio>
 #include <memory>
 
@@ -17,6 +18,7 @@ struct CaArgs {
   std::string dir = "ca";
   std::string name;
   std::string out;
+  std::string key_file;  // the CA's private key; "" = trust::default_ca_key_file(dir)
   std::vector<std::string> hostnames;
   int days = 825;
 };
@@ -36,20 +38,24 @@ void add_ca_command(CLI::App& app) {
   init->add_option("dir", a->dir, "CA folder")->required();
   init->add_option("--hostname", a->hostnames, "a name or IP nodes reach the coordinator at (repeatable; 127.0.0.1 and localhost always)");
   init->add_option("--days", a->days, "validity of the certificates in days");
+  init->add_option("--ca-key", a->key_file, "where to write the CA's private key, outside DIR (default DIR-key/ca.key)");
   init->callback([a] {
-    if (Status st = trust::init_run_ca(a->dir, a->hostnames, a->days); !st.is_ok()) throw StatusError(st);
-    std::printf("run CA in %s: ca.pem, ca.key (keep it private), allowed.txt, revoked.txt, coordinator/ (its certificate)\n",
-                a->dir.c_str());
+    if (Status st = trust::init_run_ca(a->dir, a->hostnames, a->days, a->key_file); !st.is_ok()) throw StatusError(st);
+    const std::string key = a->key_file.empty() ? trust::default_ca_key_file(a->dir).string() : a->key_file;
+    std::printf("run CA in %s: ca.pem, allowed.txt, revoked.txt, coordinator/ (its certificate)\n"
+                "CA key in %s: only `meshrl ca issue` needs it, the coordinator never does; keep it offline\n",
+                a->dir.c_str(), key.c_str());
   });
 
   auto* issue = cmd->add_subcommand("issue", "issue node NAME's certificate and put NAME on the allow-list");
   issue->add_option("name", a->name, "node name ([a-z0-9_-])")->required();
   issue->add_option("--ca", a->dir, "CA folder (default ./ca)");
+  issue->add_option("--ca-key", a->key_file, "the CA's private key (default CA-key/ca.key)");
   issue->add_option("--out", a->out, "folder to write ca.pem, cert.pem, key.pem (default CA/nodes/NAME)");
   issue->add_option("--days", a->days, "validity in days");
   issue->callback([a] {
     check_name(a->name);
-    auto out = trust::issue_node_identity(a->dir, a->name, a->out, a->days);
+    auto out = trust::issue_node_identity(a->dir, a->name, a->out, a->days, a->key_file);
     if (!out.is_ok()) throw StatusError(out.status());
     std::printf("issued %s: %s (copy it to the node, run `meshrl node --name %s --identity DIR`)\n", a->name.c_str(),
                 out.value().c_str(), a->name.c_str());

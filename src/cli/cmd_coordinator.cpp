@@ -41,6 +41,7 @@ struct CoordinatorArgs {
   bool eval = false;     // held-out pass@1 at start and end, into RUN_DIR/summary.json
   int http_port = -1;    // -1: no HTTP; 0: any free port
   std::string http_bind = "127.0.0.1";
+  std::vector<std::string> http_hosts;  // Host names the dashboard answers besides its address
   OutputOptions output;
 };
 
@@ -100,7 +101,11 @@ void run_coordinator(const CoordinatorArgs& a, const std::vector<std::string>& o
   term.info("listening on " + a.listen + ":" + std::to_string(server->port()) + ", run dir " + o.run_dir.string());
   std::unique_ptr<web::HttpServer> http;
   if (a.http_port >= 0) {
-    http = start_http(*coord, version_log, a.http_bind, a.http_port);
+    web::HttpOptions ho;
+    ho.bind = a.http_bind;
+    ho.port = a.http_port;
+    ho.hosts = a.http_hosts;
+    http = start_http(*coord, version_log, ho);
     term.info("dashboard " + http->url() + "  metrics " + http->url() + "metrics");
   }
   if (!a.port_file.empty()) write_file_atomic(a.port_file, std::to_string(server->port()) + "\n").is_ok();
@@ -165,6 +170,7 @@ void add_coordinator_command(CLI::App& app) {
   cmd->add_option("--linger", a->linger_s, "seconds to wait for nodes to leave after the last version");
   cmd->add_option("--http", a->http_port, "serve the dashboard and /metrics on this port (0 = any free port)");
   cmd->add_option("--http-bind", a->http_bind, "address for --http (default 127.0.0.1; the page has no authentication)");
+  cmd->add_option("--http-host", a->http_hosts, "a name the dashboard is reached by besides its address (repeatable; other Host headers get 403)");
   cmd->add_flag("--eval", a->eval, "evaluate held-out pass@1 at start and end (RUN_DIR/summary.json)");
   add_output_options(cmd, a->output);
   cmd->allow_extras();

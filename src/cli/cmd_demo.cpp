@@ -23,6 +23,7 @@
 #include "core/file_io.h"
 #include "mesh/coordinator.h"
 #include "mesh/mesh_config.h"
+#include "model/config.h"
 #include "net/link_emulator.h"
 #include "net/topology.h"
 #include "cli/run_observer.h"
@@ -74,6 +75,19 @@ std::string fmt(const char* f, double x) {
 }
 
 constexpr double kLoraLrScale = 40;
+
+// The node-local keys (mesh/node_local_config.h) from the demo's own run file: a node never takes
+// a program or a path from its coordinator, and every demo node runs on this machine for the
+// operator who wrote that file, so it is given the same verifier, prompts file, adapter and model.
+std::vector<std::string> node_local_args(const mesh::MeshRunConfig& cfg) {
+  const tasks::TaskConfig& t = cfg.run.task;
+  std::vector<std::string> args;
+  if (!model::is_preset_name(cfg.run.model.init)) args.insert(args.end(), {"--model", cfg.run.model.init});
+  if (t.kind == "command") args.push_back("--task.command.argv=" + nlohmann::json(t.command.argv).dump());
+  if (t.kind == "jsonl" || t.kind == "command") args.push_back("--task.jsonl.path=" + t.jsonl.path);
+  if (!cfg.run.lora.adapter.empty()) args.push_back("--lora.adapter=" + cfg.run.lora.adapter);
+  return args;
+}
 
 void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   apply_output_options(a.output, "demo");
@@ -141,7 +155,9 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
   auto coord = mesh::Coordinator::start(o).value();
   std::unique_ptr<web::HttpServer> http;
   if (a.http_port >= 0) {
-    http = start_http(*coord, version_log, "127.0.0.1", a.http_port);
+    web::HttpOptions ho;
+    ho.port = a.http_port;
+    http = start_http(*coord, version_log, ho);
     term.info("dashboard: " + http->url() + "  (Prometheus metrics at " + http->url() + "metrics)");
   }
   const int64_t n_eval = cfg.mesh.n_eval > 0 ? cfg.mesh.n_eval : cfg.run.eval.n_eval;
@@ -166,6 +182,7 @@ void run_demo(const DemoArgs& a, std::vector<std::string> overrides) {
     std::vector<std::string> args = {"node", "--coordinator", "127.0.0.1:" + std::to_string(emu->port(city)), "--name", city,
                                      "--shard", std::to_string(i) + "/" + std::to_string(topo.cities.size()),
                                      "--threads", "1", "--insecure", "--report", (dir / "nodes" / (city + ".json")).string()};
+    for (std::string& x : node_local_args(cfg)) args.push_back(std::move(x));
     children.push_back(spawn_self(city, args, dir / "nodes" / (city + ".log"), env).value());
     term.info("started node " + city + " (pid " + std::to_string(children.back().pid) + ") via its link on port " +
               std::to_string(emu->port(city)) + " (RTT " + fmt("%.0f ms", topo.rtt(city, topo.coordinator)) + ")");

@@ -1,6 +1,9 @@
 // `meshrl eval --model DIR --task arithmetic [--task.key=value ...] [--problems P] [--k K] [--n N]
 //  [--max-new-tokens T] [--temperature X] [--seed S] [--json]`
 // Held-out pass@1 (greedy) and, with --k > 1, pass@k estimated without bias from N samples.
+// An external verifier takes its argv as a JSON array:
+//   meshrl eval --model DIR --task command --task.jsonl.path=prompts.jsonl \
+//     --task.command.argv='["python3", "verify.py"]'
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -31,13 +34,7 @@ struct EvalArgs {
 void run_eval(const EvalArgs& a, const std::vector<std::string>& extras) {
   apply_output_options(a.output, "eval");
   // The task is built by the same code as a run file's [task] section.
-  rl::RunConfig rc;
-  rc.task.kind = a.task;
-  for (const auto& e : extras)
-    if (e.rfind("--task.", 0) != 0)
-      throw StatusError(invalid_argument("[eval] unknown option '" + e + "'; task settings are --task.key=value"));
-  if (auto st = rl::apply_overrides(rc, extras, "command line"); !st.is_ok()) throw StatusError(st);
-  auto task = tasks::make_task(rc.task).value();
+  auto task = tasks::make_task(rl::task_config_from_args(a.task, extras).value()).value();
   if (a.k > 1 && a.n != 0 && a.n < a.k)
     throw StatusError(invalid_argument("[eval] --n " + std::to_string(a.n) + " must be >= --k " + std::to_string(a.k)));
 
@@ -66,6 +63,12 @@ void run_eval(const EvalArgs& a, const std::vector<std::string>& extras) {
   term.result(line);
   std::snprintf(line, sizeof line, "pass@1 (greedy)  %.1f%%   (well-formed %.1f%%)", 100 * r.pass_at_1, 100 * r.format_rate);
   term.result(line);
+  if (const auto& f = r.verifier_failures; f.total() > 0) {
+    std::snprintf(line, sizeof line, "verifier failed on %lld completions (timeout %lld, crash %lld, garbage %lld), counted as wrong",
+                  static_cast<long long>(f.total()), static_cast<long long>(f.timeout), static_cast<long long>(f.crash),
+                  static_cast<long long>(f.garbage));
+    term.result(line);
+  }
   if (r.n_samples > 0) {
     std::snprintf(line, sizeof line, "pass@%lld          %.1f%%   (from %lld samples per problem at temperature %.2g; sampled pass@1 %.1f%%)",
                   static_cast<long long>(r.k), 100 * r.pass_at_k, static_cast<long long>(r.n_samples), a.temperature,

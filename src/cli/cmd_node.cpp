@@ -1,8 +1,9 @@
-// `meshrl node --coordinator HOST:PORT --name paris [--shard I/N] [--model DIR] [--threads 1] [--state-dir DIR]
-//  [--insecure | --identity DIR] [--signing-key FILE] [--report FILE] [--http PORT [--http-bind ADDR]]
+// `meshrl node --coordinator HOST:PORT --name paris [--shard I/N] [--model DIR] [--node-file FILE] [--threads 1]
+//  [--state-dir DIR] [--insecure | --identity DIR] [--signing-key FILE] [--report FILE] [--http PORT [--http-bind ADDR]]
 //  [--task.key=value --grpo.key=value ...]`
 // Joins a run and trains on this machine's slice of the task until the run finishes. --http serves
-// the node's Prometheus counters at /metrics (web/node_prometheus_text.h).
+// the node's Prometheus counters at /metrics (web/node_prometheus_text.h). The programs a node runs
+// and the paths on its disk come from here, never from the coordinator (mesh/node_local_config.h).
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "cli/progress.h"
 #include "core/file_io.h"
 #include "mesh/node.h"
+#include "mesh/node_local_config.h"
 #include "rpc/grpc_client.h"
 #include "web/http_server.h"
 #include "web/node_prometheus_text.h"
@@ -27,6 +29,7 @@ struct NodeArgs {
   std::string name;
   std::string shard;
   std::string model;
+  std::string node_file;  // node-local keys (mesh/node_local_config.h); the command line wins over it
   std::string cache_dir = "runs/cache";
   std::string state_dir;  // empty: no local state kept (see the option's help for why that is the default)
   std::string device = "cpu";
@@ -40,6 +43,7 @@ struct NodeArgs {
   std::string test_misbehave;  // hidden, tests only: see mesh::NodeOptions
   int http_port = -1;    // -1: no /metrics; 0: any free port
   std::string http_bind = "127.0.0.1";
+  std::vector<std::string> http_hosts;  // Host names /metrics answers besides its address
   OutputOptions output;
 };
 
@@ -53,10 +57,12 @@ void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) 
   o.name = a.name;
   o.device = a.device;
   o.threads = a.threads;
-  o.model = a.model;
+  mesh::NodeLocalConfig local{a.model, overrides};
+  if (!a.node_file.empty()) local = mesh::merge_node_local(mesh::load_node_file(a.node_file).value(), local);
+  o.model = local.model;
+  o.overrides = local.overrides;
   o.cache_dir = a.cache_dir;
   o.state_dir = a.state_dir;
-  o.overrides = overrides;
   o.give_up_s = a.give_up_s;
   o.max_backoff_s = a.max_backoff_s;
   o.test_misbehave = a.test_misbehave;
@@ -102,6 +108,7 @@ void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) 
     ho.bind = a.http_bind;
     ho.port = a.http_port;
     ho.dashboard = false;
+    ho.hosts = a.http_hosts;
     http = web::HttpServer::start_metrics(ho, [m = o.metrics] { return web::node_prometheus_text(m->read()); }).value();
     term.info("metrics " + http->url() + "metrics");
   }
@@ -129,7 +136,12 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--coordinator", a->coordinator, "HOST:PORT of the coordinator (or of a link-emulator port)")->required();
   cmd->add_option("--name", a->name, "this node's name, unique in the run: [a-z0-9_-]")->required();
   cmd->add_option("--shard", a->shard, "I/N: train on slice I of N of the task's training problems");
-  cmd->add_option("--model", a->model, "model folder for architecture + tokenizer (default: the run's)");
+  cmd->add_option("--model", a->model,
+                  "model folder on this machine for architecture + tokenizer (default: the run's preset; required when the "
+                  "run's model is a folder)");
+  cmd->add_option("--node-file", a->node_file,
+                  "TOML file of this node's own keys: model, task.command.argv, task.jsonl.path, lora.adapter "
+                  "(mesh/node_local_config.h); flags on the command line win");
   cmd->add_option("--cache-dir", a->cache_dir, "keeps the frozen base of a [lora] run, downloaded once (default runs/cache)");
   // Off by default: it writes the residual and both AdamW moments (3x the trained parameters) every
   // round, which a full-weight run of a large model should opt into, and a default relative path
@@ -150,7 +162,11 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--test-misbehave", a->test_misbehave, "inflate_rewards | sign_flip_x10")->group("");
   cmd->add_option("--http", a->http_port, "serve this node's Prometheus counters at /metrics on this port (0 = any free port)");
   cmd->add_option("--http-bind", a->http_bind, "address for --http (default 127.0.0.1; no authentication)");
+  cmd->add_option("--http-host", a->http_hosts, "a name /metrics is scraped by besides its address (repeatable; other Host headers get 403)");
   add_output_options(cmd, a->output);
+  cmd->footer("Keys a node sets itself, never taken from the coordinator: " + mesh::node_local_keys_text() +
+              ". A run whose task needs one of them (a command verifier, a jsonl file, a start adapter, a model "
+              "folder) is refused until this node gives its own. Other --section.key=value arguments override the run's config.");
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_node_cmd(*a, cmd->remaining()); });
 }

@@ -60,6 +60,10 @@ void run_train(const TrainArgs& a, const std::vector<std::string>& overrides) {
                     std::to_string(m.groups_total) + " kl " + fmt("%.4f", m.train.kl) + " ent " + fmt("%.2f", m.train.entropy) +
                     " " + fmt("%.0f tok/s", m.tokens_per_s);
     if (m.pass_at_1) s += " pass@1 " + fmt("%.1f%%", 100 * *m.pass_at_1);
+    // A few failed verifier calls are masked and the run goes on; say so, as they cost samples.
+    if (const auto& f = m.verifier_failures; f.total() > 0)
+      s += " verifier failed " + std::to_string(f.total()) + " (timeout " + std::to_string(f.timeout) + ", crash " +
+           std::to_string(f.crash) + ", garbage " + std::to_string(f.garbage) + ")";
     bar.update(m.step, config.grpo.steps, s);
   };
   const auto sum = rl::run_training(config, run_dir, cb).value();

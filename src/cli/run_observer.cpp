@@ -15,12 +15,8 @@ std::shared_ptr<web::VersionLog> attach_version_log(mesh::CoordinatorOptions& o)
   return log;
 }
 
-std::unique_ptr<web::HttpServer> start_http(mesh::Coordinator& c, std::shared_ptr<web::VersionLog> log, const std::string& bind,
-                                            int port) {
-  web::HttpOptions ho;
-  ho.bind = bind;
-  ho.port = port;
-  return web::HttpServer::start(ho, [&c, log] { return web::coordinator_snapshot(c, *log); }).value();
+std::unique_ptr<web::HttpServer> start_http(mesh::Coordinator& c, std::shared_ptr<web::VersionLog> log, const web::HttpOptions& o) {
+  return web::HttpServer::start(o, [&c, log] { return web::coordinator_snapshot(c, *log); }).value();
 }
 
 }  // namespace meshrl::cli

@@ -16,9 +16,8 @@ namespace meshrl::cli {
 // appends each new version to it. Call before Coordinator::start.
 std::shared_ptr<web::VersionLog> attach_version_log(mesh::CoordinatorOptions& o);
 
-// Serves /metrics, /api/state and the dashboard for this coordinator on bind:port (0 = any free
-// port). The coordinator and the log must outlive the server.
-std::unique_ptr<web::HttpServer> start_http(mesh::Coordinator& c, std::shared_ptr<web::VersionLog> log, const std::string& bind,
-                                            int port);
+// Serves /metrics, /api/state and the dashboard for this coordinator on o.bind:o.port (0 = any
+// free port). The coordinator and the log must outlive the server.
+std::unique_ptr<web::HttpServer> start_http(mesh::Coordinator& c, std::shared_ptr<web::VersionLog> log, const web::HttpOptions& o);
 
 }  // namespace meshrl::cli

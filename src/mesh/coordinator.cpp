@@ -101,6 +101,8 @@ Status Coordinator::load_common(const std::string& spec) {
   rules_.quorum = m.quorum;
   rules_.deadline_s = m.round_deadline_s;
   rules_.max_staleness = m.max_staleness;
+  rules_.max_samples_per_update =
+      samples_per_update_bound(m.inner_steps, config_.run.grpo.prompts_per_step, config_.run.grpo.group_size);
   MESHRL_ASSIGN_OR_RETURN(CodecConfig cc, codec_config(m));
   MESHRL_ASSIGN_OR_RETURN(codec_, make_codec(cc));
   MESHRL_ASSIGN_OR_RETURN(CodecConfig bc, broadcast_codec_config(m));
@@ -122,6 +124,7 @@ Status Coordinator::load_common(const std::string& spec) {
   MESHRL_ASSIGN_OR_RETURN(acc_, make_aggregator(ac));
   norm_bound_ = std::make_unique<NormBound>(m.norm_bound_factor, m.norm_window);
   rate_ = std::make_unique<RateLimiter>(m.max_updates_per_minute);
+  join_rate_ = std::make_unique<RateLimiter>(kMaxJoinsPerMinute);
   audits_ = std::make_unique<AuditTally>(m.audit_exclude_after);
   audit_on_ = m.audit_rate > 0 && (task_is_shared(config_.run.task) || m.audit_private);
   if (m.audit_rate > 0 && !audit_on_)
@@ -239,9 +242,10 @@ Status Coordinator::init_resume(CoordinatorOptions& o) {
       records_[e.node].name = e.node;
       records_[e.node].excluded = true;
     }
-  for (const store::UpdateRow& row : store_->ledger().updates())
+  for (const store::UpdateRow& row : store_->ledger().updates()) {
     if ((row.state == store::UpdateState::kApplied && row.applied_version == v) || row.state == store::UpdateState::kReceived)
       expected_.insert(row.key.node);
+  }
   // A node that joined before the crash and never left may still come back for the final version
   // (a slow node kept away by our restarts): all_nodes_gone waits for it too.
   for (const store::NodeEvent& e : store_->ledger().node_events()) {
@@ -250,16 +254,25 @@ Status Coordinator::init_resume(CoordinatorOptions& o) {
   }
   grace_until_ = mono_seconds() + config_.mesh.lease_s;
   log("resumed run " + run_id_ + " at version " + std::to_string(v) + " " + hash_ + " with " +
-      std::to_string(round_.n_updates) + " pending update(s)");
+      std::to_string(book_.n_updates()) + " pending update(s)");
   return Status::ok();
 }
 
-// Re-aggregates what was acknowledged but not applied before a crash.
+// Re-aggregates what was acknowledged but not applied before a crash, under the same rules as
+// submit (one vote per node: a pending update superseded by a fresher one of its node is rejected).
 Status Coordinator::readmit_pending() {
+  for (const store::UpdateRow& row : store_->ledger().updates())
+    if (row.state == store::UpdateState::kApplied) book_.set_last_applied_base(row.key.node, row.key.base_version);
   for (const store::UpdateRow& row : store_->ledger().pending()) {
     const Admission a = admit_update(rules_, version_, row.key.base_version, row.n_samples);
-    auto bytes = store_->read_spooled(row.key.str());
-    std::string why = a.accepted ? "" : a.reason;
+    std::string why = a.accepted ? "" : std::string(reject_code_name(a.code)) + ": " + a.reason;
+    const RoundEntry e = round_entry(row.key, a, row.n_samples, nullptr);
+    BookDecision d;
+    if (why.empty()) {
+      d = book_.offer(e);
+      if (!d.accepted) why = std::string(reject_code_name(d.code)) + ": " + d.reason;
+    }
+    auto bytes = why.empty() ? store_->read_spooled(row.key.str()) : Result<std::string>(invalid_argument("unread"));
     Result<NamedTensors> u = invalid_argument("unread");
     if (why.empty() && !bytes.is_ok()) why = "spooled payload lost: " + bytes.status().message();
     if (why.empty()) {
@@ -272,13 +285,7 @@ Status Coordinator::readmit_pending() {
       (void)store_->remove_spooled(row.key.str());
       continue;
     }
-    MESHRL_RETURN_IF_ERROR(acc_->add(u.value(), a.weight));
-    norm_bound_->accepted(update_norm(u.value()));
-    round_keys_.emplace_back(row.key, a.weight);
-    round_staleness_.push_back(a.staleness);
-    round_samples_ += row.n_samples;
-    ++round_.n_updates;
-    if (a.staleness == 0 && round_fresh_.insert(row.key.node).second) ++round_.n_fresh_nodes;
+    MESHRL_RETURN_IF_ERROR(count_in_round(e, d, u.value(), update_norm(u.value())));
   }
   return Status::ok();
 }
@@ -324,6 +331,14 @@ v1::JoinReply Coordinator::join(const v1::JoinRequest& req, const std::string& p
   std::lock_guard<std::mutex> lk(mu_);
   const double now = mono_seconds();
   expire_leases(now);
+  const std::string node = req.name().empty() ? "?" : req.name().substr(0, 64);
+  // Before anything is written: a node rejoining in a loop (or an impostor without TLS) cannot
+  // grow the ledger faster than this.
+  if (std::string busy = join_rate_->admit(node, now); !busy.empty()) {
+    r.set_accepted(false);
+    r.set_reason("rate_limited: more than " + std::to_string(kMaxJoinsPerMinute) + " joins per minute as '" + node + "'; wait a minute");
+    return r;
+  }
   std::string why;
   if (req.protocol_version() != kProtocolVersion)
     why = "protocol version " + std::to_string(req.protocol_version()) + " is not this coordinator's (" +
@@ -343,7 +358,6 @@ v1::JoinReply Coordinator::join(const v1::JoinRequest& req, const std::string& p
                   req.name().c_str(), config_.mesh.lease_s - (now - it->second.last_seen));
     why = b;
   }
-  const std::string node = req.name().empty() ? "?" : req.name().substr(0, 64);
   if (!why.empty()) {
     r.set_accepted(false);
     r.set_reason(why);
@@ -382,6 +396,11 @@ bool Coordinator::session_ok(const std::string& name, uint64_t session) {
   if (it == members_.end() || it->second.session != session) return false;
   it->second.last_seen = mono_seconds();
   return true;
+}
+
+bool Coordinator::session_valid(const std::string& name, uint64_t session) {
+  std::lock_guard<std::mutex> lk(mu_);
+  return session_ok(name, session);
 }
 
 v1::HeartbeatReply Coordinator::heartbeat(const v1::HeartbeatRequest& req) {
@@ -505,14 +524,23 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
   std::lock_guard<std::mutex> lk(mu_);
   v1::SubmitReply r;
   r.set_current_version(version_);
-  if (h.protocol_version() != kProtocolVersion)
-    return reject(key, RejectCode::kProtocol, "protocol version " + std::to_string(h.protocol_version()) + ", coordinator speaks " +
-                           std::to_string(kProtocolVersion), false);
   if (!session_ok(h.name(), h.session())) {
     r.set_accepted(false);
     r.set_reason("not joined (unknown session or lease expired); join again");
     return r;
   }
+  // Every attempt counts, refusals included, and nothing is written for one over the rate: a
+  // node flooding us with bad updates costs a map lookup each, not a ledger row.
+  if (std::string why = rate_->admit(h.name(), mono_seconds()); !why.empty()) {
+    ++records_[h.name()].updates_rejected;
+    r.set_accepted(false);
+    r.set_code(reject_code_name(RejectCode::kRateLimited));
+    r.set_reason(std::string(reject_code_name(RejectCode::kRateLimited)) + ": " + why);
+    return r;
+  }
+  if (h.protocol_version() != kProtocolVersion)
+    return reject(key, RejectCode::kProtocol, "protocol version " + std::to_string(h.protocol_version()) + ", coordinator speaks " +
+                           std::to_string(kProtocolVersion), false);
   bytes_up_ += payload.size();
   records_[h.name()].bytes_up += payload.size();
   // Transport-level faults are not recorded under the update's key: a retry of the same update
@@ -528,13 +556,13 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
                            " declared bytes arrived", false);
   // Authenticity before anything is looked up under the key: a forged or foreign header must
   // neither learn nor touch the recorded outcome of a real update. These refusals are node events
-  // in the ledger, not rows under the key, so an impostor cannot block a genuine key.
+  // in the ledger, not rows under the key, so an impostor cannot block a genuine key. The
+  // signature covers every field used below (n_samples, the reward statistics, the commitment).
   if (h.signature().empty()) return reject(key, RejectCode::kBadSignature, "the update is not signed", false);
   if (h.run_id() != run_id_)
     return reject(key, RejectCode::kWrongRun, "update signed for run '" + h.run_id().substr(0, 64) + "', this coordinator runs " + run_id_, false);
   if (std::string why = check_update_signature(h, digest, signing_keys_[h.name()], run_id_); !why.empty())
     return reject(key, RejectCode::kBadSignature, why, false);
-  if (std::string why = rate_->admit(h.name(), mono_seconds()); !why.empty()) return reject(key, RejectCode::kRateLimited, why, false);
   // A retry (the ack was lost, or the coordinator restarted): answer what was decided then. An
   // exact replay of a signed update lands here too and changes nothing.
   auto found = store_->ledger().find(key);
@@ -546,19 +574,34 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
     r.set_reason(row.reason);
     return r;
   }
-  // A new key must carry a seq above every one this node used before (the ledger keeps them
-  // across restarts): an old signed update replayed under its own, other key is refused here.
-  auto last = store_->ledger().last_seq(h.name());
+  // A new key must carry a seq above every one this node had accepted before (the ledger keeps
+  // them across restarts): an old signed update replayed under its own, other key is refused
+  // here. Refused updates do not count, and a seq is a clock reading that may not run ahead of
+  // ours by more than the skew, so one wild seq (a clock jump, a bug) cannot lock a node out.
+  const double now_us = 1e6 * std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (static_cast<double>(h.seq()) > now_us + 1e6 * kMaxSeqSkewS)
+    return reject(key, RejectCode::kSeqAhead, "seq " + std::to_string(h.seq()) + " (microseconds since the epoch) is more than " +
+                                                  std::to_string(static_cast<int>(kMaxSeqSkewS)) +
+                                                  " s ahead of the coordinator's clock; check the node's clock", true);
+  auto last = store_->ledger().last_accepted_seq(h.name());
   if (!last.is_ok()) return reject(key, RejectCode::kInternal, "ledger: " + last.status().message(), false);
   if (last.value() && h.seq() <= *last.value())
     return reject(key, RejectCode::kReplay, "seq " + std::to_string(h.seq()) + " is not above " + std::to_string(*last.value()) +
-                                                ", the last seq seen from '" + h.name() + "'", false);
+                                                ", the last accepted seq from '" + h.name() + "'", false);
   if (audits_->excluded(h.name()))
     return reject(key, RejectCode::kExcluded, "'" + h.name() + "' failed " + std::to_string(config_.mesh.audit_exclude_after) +
                                                   " reward audit(s) and is excluded from this run", true);
   if (finished_) return reject(key, RejectCode::kFinished, "the run has finished at version " + std::to_string(version_), true);
   const Admission a = admit_update(rules_, version_, h.base_version(), h.n_samples());
-  if (!a.accepted) return reject(key, RejectCode::kStale, a.reason, true);
+  if (!a.accepted) return reject(key, a.code, a.reason, true);
+  // With audits on, the samples behind the update are the rollouts it commits to: an audit then
+  // holds the node to the count that weighs its update.
+  if (audit_on_ && h.n_samples() != h.stats().n_scored())
+    return reject(key, RejectCode::kClaim, "n_samples " + std::to_string(h.n_samples()) + " differs from the " +
+                                               std::to_string(h.stats().n_scored()) + " committed rollouts (n_scored)", true);
+  const RoundEntry entry = round_entry(key, a, h.n_samples(), &h.stats());
+  const BookDecision placed = book_.offer(entry);
+  if (!placed.accepted) return reject(key, placed.code, placed.reason, true);
   if (!decoded.is_ok()) {
     // The decoder refuses NaN/Inf values and scales; name that case for what it is.
     const bool nonfinite = decoded.status().message().find("finite") != std::string::npos;
@@ -588,27 +631,45 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
     return r;
   }
   // Only now, with the bytes and the row on disk, does the update count (and get acknowledged).
-  if (auto st = count_in_round(key, decoded.value(), norm, a, h.n_samples(), h.stats()); !st.is_ok())
+  if (auto st = count_in_round(entry, placed, decoded.value(), norm); !st.is_ok())
     return reject(key, RejectCode::kInternal, "aggregate: " + st.message(), true);
   r.set_accepted(true);
   return r;
 }
 
-Status Coordinator::count_in_round(const UpdateKey& key, const NamedTensors& u, double norm, const Admission& a, int64_t n_samples,
-                                   const v1::RewardStats& stats) {
-  if (auto st = acc_->add(u, a.weight); !st.is_ok()) {
-    fatal_ = st;
-    return st;
+RoundEntry Coordinator::round_entry(const UpdateKey& key, const Admission& a, int64_t n_samples, const v1::RewardStats* stats) {
+  RoundEntry e;
+  e.key = key;
+  e.weight = a.weight;
+  e.staleness = a.staleness;
+  e.n_samples = n_samples;
+  if (stats) {
+    e.has_stats = true;
+    e.reward_mean = stats->reward_mean();
+    e.kl = stats->kl();
+    e.entropy = stats->entropy();
+  }
+  return e;
+}
+
+Status Coordinator::count_in_round(const RoundEntry& e, const BookDecision& d, const NamedTensors& u, double norm) {
+  // A fresh update is folded in now; a stale one waits in the book for the close (a fresher
+  // update of its node may still take its place), and is read back from the spool then.
+  if (d.count_now) {
+    if (auto st = acc_->add(u, e.weight); !st.is_ok()) {
+      fatal_ = st;
+      return st;
+    }
   }
   norm_bound_->accepted(norm);
-  round_keys_.emplace_back(key, a.weight);
-  round_staleness_.push_back(a.staleness);
-  round_rewards_.push_back(stats.reward_mean());
-  round_kl_.push_back(stats.kl());
-  round_entropy_.push_back(stats.entropy());
-  round_samples_ += n_samples;
-  ++round_.n_updates;
-  if (a.staleness == 0 && round_fresh_.insert(key.node).second) ++round_.n_fresh_nodes;
+  if (d.superseded) {
+    (void)store_->ledger().mark_rejected(*d.superseded, std::string(reject_code_name(RejectCode::kSuperseded)) +
+                                                            ": update " + e.key.str() + " of the same node is fresher");
+    (void)store_->remove_spooled(d.superseded->str());
+    ++records_[e.key.node].updates_rejected;
+    log("superseded update " + d.superseded->str() + " by " + e.key.str());
+  }
+  book_.place(e, d);
   version_cv_.notify_all();  // wakes the round loop
   return Status::ok();
 }
@@ -683,9 +744,12 @@ v1::AuditVerdict Coordinator::answer_audit(const v1::AuditAnswer& ans) {
   v.set_passed(true);
   // The round may have moved on while the update was held: admit it as any late update.
   const Admission a = admit_update(rules_, version_, key.base_version, held.n_samples);
+  const RoundEntry e = round_entry(key, a, held.n_samples, &held.stats);
+  const BookDecision d = a.accepted ? book_.offer(e) : BookDecision{};
   if (finished_) (void)reject(key, RejectCode::kFinished, "the run has finished at version " + std::to_string(version_), true);
-  else if (!a.accepted) (void)reject(key, RejectCode::kStale, a.reason, true);
-  else if (auto st = count_in_round(key, held.update, held.norm, a, held.n_samples, held.stats); !st.is_ok())
+  else if (!a.accepted) (void)reject(key, a.code, a.reason, true);
+  else if (!d.accepted) (void)reject(key, d.code, d.reason, true);
+  else if (auto st = count_in_round(e, d, held.update, held.norm); !st.is_ok())
     (void)reject(key, RejectCode::kInternal, "aggregate: " + st.message(), true);
   return v;
 }
@@ -700,10 +764,19 @@ std::string share_text(double share) {
 
 Status Coordinator::close_round(CloseReason reason, int64_t nodes_online) {
   const double t_start = mono_seconds();
+  // The held stale updates: no fresher update of their nodes came, so each counts now.
+  for (const RoundEntry& e : book_.held()) {
+    MESHRL_ASSIGN_OR_RETURN(std::string bytes, store_->read_spooled(e.key.str()));
+    MESHRL_ASSIGN_OR_RETURN(NamedTensors u, codec_->decode(bytes, limits_, "update " + e.key.str()));
+    MESHRL_RETURN_IF_ERROR(acc_->add(u, e.weight));
+  }
+  const std::vector<RoundEntry> entries = book_.entries();
+  std::vector<std::pair<UpdateKey, double>> round_keys;
+  for (const RoundEntry& e : entries) round_keys.emplace_back(e.key, e.weight);
   MESHRL_ASSIGN_OR_RETURN(NamedTensors pg, acc_->finish());
   double share = 1.0;  // of a full round: async versions move the weights by their updates' share (round.h)
   if (rules_.mode == RoundMode::kAsync) {
-    share = async_round_share(acc_->total_weight(), round_samples_, static_cast<int64_t>(round_keys_.size()), nodes_online);
+    share = async_round_share(acc_->total_weight(), book_.samples(), book_.n_updates(), nodes_online);
     torch::NoGradGuard no_grad;
     for (auto& t : pg.tensors) t.mul_(share);
   }
@@ -724,9 +797,9 @@ Status Coordinator::close_round(CloseReason reason, int64_t nodes_online) {
   fault_point("before_persist", v);
   MESHRL_RETURN_IF_ERROR(store_->write_version(v, hash, parent, to_set(theta_), pack_outer_state(outer_->state(), ef_.residual()), bytes));
   fault_point("before_commit", v);
-  MESHRL_RETURN_IF_ERROR(store_->ledger().commit_round(v, hash, round_keys_, close_reason_name(reason)));
+  MESHRL_RETURN_IF_ERROR(store_->ledger().commit_round(v, hash, round_keys, close_reason_name(reason)));
   fault_point("after_commit", v);
-  for (const auto& [k, w] : round_keys_) {
+  for (const auto& [k, w] : round_keys) {
     (void)store_->remove_spooled(k.str());
     NodeRecord& nr = records_[k.node];
     nr.name = k.node;
@@ -736,20 +809,12 @@ Status Coordinator::close_round(CloseReason reason, int64_t nodes_online) {
   rep.version = v;
   rep.hash = hash;
   rep.closed_by = close_reason_name(reason);
-  rep.n_updates = static_cast<int64_t>(round_keys_.size());
-  double st = 0, rw = 0;
-  for (int64_t s : round_staleness_) st += static_cast<double>(s);
-  for (double x : round_rewards_) rw += x;
-  rep.mean_staleness = round_staleness_.empty() ? 0 : st / static_cast<double>(round_staleness_.size());
-  rep.reward_mean = round_rewards_.empty() ? 0 : rw / static_cast<double>(round_rewards_.size());
-  auto mean_of = [](const std::vector<double>& xs) {
-    double t = 0;
-    for (double x : xs) t += x;
-    return xs.empty() ? 0.0 : t / static_cast<double>(xs.size());
-  };
-  rep.kl_mean = mean_of(round_kl_);
-  rep.entropy_mean = mean_of(round_entropy_);
-  rep.samples = round_samples_;
+  rep.n_updates = book_.n_updates();
+  rep.mean_staleness = book_.mean_staleness();
+  rep.reward_mean = book_.mean_reward();
+  rep.kl_mean = book_.mean_kl();
+  rep.entropy_mean = book_.mean_entropy();
+  rep.samples = book_.samples();
   rep.broadcast_bytes = bytes.size();
 
   version_ = v;
@@ -758,13 +823,7 @@ Status Coordinator::close_round(CloseReason reason, int64_t nodes_online) {
   broadcasts_[v] = Blob{std::make_shared<const std::string>(std::move(bytes)), v, hash};
   while (broadcasts_.size() > 8) broadcasts_.erase(broadcasts_.begin());
   acc_->reset();
-  round_keys_.clear();
-  round_staleness_.clear();
-  round_rewards_.clear();
-  round_kl_.clear();
-  round_entropy_.clear();
-  round_fresh_.clear();
-  round_samples_ = 0;
+  book_.close();
   round_ = {v, mono_seconds(), 0, 0};
   if (version_ >= config_.mesh.rounds) {
     finished_ = true;
@@ -806,6 +865,8 @@ void Coordinator::round_loop() {
     // Excluded nodes may still train and send, but none of their updates counts: the quorum is of the others.
     for (const auto& [name, m] : members_)
       if (audits_->excluded(name)) --online;
+    round_.n_updates = book_.n_updates();
+    round_.n_fresh_nodes = book_.n_fresh_nodes();
     const CloseReason why = should_close(rules_, round_, online, now);
     if (why == CloseReason::kOpen) continue;
     fault_point("after_ack", version_ + 1);  // test-only: core/fault_point.h

@@ -5,13 +5,15 @@
 // messages (proto/meshrl.proto) and send back what they return. Thread-safe (one mutex).
 //
 // One round, sync mode (round.h decides when it closes):
-//   submit: protocol, session, sizes -> run id + Ed25519 signature (update_signature.h) ->
-//           ledger lookup (a retry gets the recorded outcome) -> seq above the node's last (replay) ->
-//           rate limit -> staleness admission -> decode (finite) + layout + norm bound (refusals
-//           written to the ledger) ->
-//           spool (fsync) -> ledger.record_received -> accumulate (weight = samples x staleness)
-//           -> ack
-//   close:  aggregate ([mesh] aggregator) -> outer Nesterov step -> delta + error-feedback residual -> encode
+//   submit: session -> rate limit (every attempt, before anything is written) -> protocol, sizes ->
+//           run id + Ed25519 signature over every claimed field (update_signature.h) ->
+//           ledger lookup (a retry gets the recorded outcome) -> seq above the node's last
+//           accepted one and not ahead of our clock (replay, seq_ahead) -> staleness and samples
+//           bound (round.h) -> one vote per node per round (round_book.h) -> decode (finite) +
+//           layout + norm bound (refusals written to the ledger) ->
+//           spool (fsync) -> ledger.record_received -> the round's book (fresh: accumulated now,
+//           weight = samples x staleness; stale: held until the close) -> ack
+//   close:  fold in the held stale updates (from the spool) -> aggregate ([mesh] aggregator) -> outer Nesterov step -> delta + error-feedback residual -> encode
 //           (the run's codec) -> decode -> apply exactly the decoded delta to theta -> hash ->
 //           store.write_version -> ledger.commit_round -> announce (WatchVersions)
 // In async mode a round closes as soon as one update is in. A crash anywhere resumes (resume())
@@ -42,6 +44,7 @@
 #include "mesh/reward_audit.h"
 #include "mesh/robust_aggregate.h"
 #include "mesh/round.h"
+#include "mesh/round_book.h"
 #include "mesh/update_guard.h"
 #include "rl/sft.h"
 #include "rollout/policy.h"
@@ -96,6 +99,10 @@ struct CoordinatorOptions {
 
 class Coordinator {
  public:
+  // Seconds of clock skew a node's seq (microseconds since the epoch) may run ahead of ours.
+  static constexpr double kMaxSeqSkewS = 600;
+  // Joins per minute under one name: a node restarting in a loop cannot flood the ledger.
+  static constexpr int64_t kMaxJoinsPerMinute = 30;
   // New run: SFT warm start (cached), initial weights = version 0, run directory created.
   // Resume: reopens run_dir at the ledger's current version and re-aggregates pending updates.
   static Result<std::unique_ptr<Coordinator>> start(CoordinatorOptions options);
@@ -104,6 +111,9 @@ class Coordinator {
   v1::JoinReply join(const v1::JoinRequest& req, const std::string& peer);
   v1::HeartbeatReply heartbeat(const v1::HeartbeatRequest& req);
   v1::LeaveReply leave(const v1::LeaveRequest& req);
+  // True when `session` is the live session of `name` (renews its lease). The service asks before
+  // it opens a stream or reads an upload's payload, so a made-up session costs no thread or buffer.
+  bool session_valid(const std::string& name, uint64_t session);
 
   // An encoded blob (weights of a version, or the delta version-1 -> version) and the content
   // hash of the weights at that version. Refused (kInvalidArgument, a reason for the node) on an
@@ -184,9 +194,12 @@ class Coordinator {
   v1::SubmitReply reject(const store::UpdateKey& key, RejectCode code, const std::string& detail, bool record);  // under mu_
   v1::Manifest manifest() const;                     // under mu_
   int64_t schedule_step() const;                     // under mu_: see Manifest.schedule_step
-  // Adds an acknowledged update to the open round (aggregate, norm history, round statistics). Under mu_.
-  Status count_in_round(const store::UpdateKey& key, const NamedTensors& u, double norm, const Admission& a, int64_t n_samples,
-                        const v1::RewardStats& stats);
+  // Places an acknowledged update in the open round as the book decided (fresh: aggregated now;
+  // stale: held for the close; a superseded entry is rejected in the ledger). Under mu_.
+  Status count_in_round(const RoundEntry& e, const BookDecision& d, const NamedTensors& u, double norm);
+  // The book's entry for an update (stats only when the node sent them). Under mu_.
+  static RoundEntry round_entry(const store::UpdateKey& key, const Admission& a, int64_t n_samples, const v1::RewardStats* stats);
+
   // One audit outcome into the tally, the node's record and the ledger (flagged / excluded events). Under mu_.
   void record_audit(const std::string& node, bool passed, const std::string& detail);
   void expire_audits(double now);                    // under mu_: unanswered past their deadline = failed
@@ -234,7 +247,8 @@ class Coordinator {
   OpenRound round_;
   std::unique_ptr<Aggregator> acc_;           // [mesh] aggregator: mean (O(P)) or a robust rule (O(N P))
   std::unique_ptr<NormBound> norm_bound_;     // ingest: norm within factor x running median
-  std::unique_ptr<RateLimiter> rate_;         // ingest: updates per node per minute
+  std::unique_ptr<RateLimiter> rate_;         // ingest: update attempts per node per minute, refusals included
+  std::unique_ptr<RateLimiter> join_rate_;    // joins per name per minute
   // Reward audits: on only for shared tasks (or audit_private). An audited update is spooled and
   // acknowledged but held out of the round until its audit answer passes.
   bool audit_on_ = false;
@@ -250,12 +264,7 @@ class Coordinator {
     double deadline = 0;                      // mono_seconds
   };
   std::map<std::string, HeldUpdate> held_;    // by key.str()
-  std::vector<std::pair<store::UpdateKey, double>> round_keys_;
-  std::vector<int64_t> round_staleness_;
-  std::vector<double> round_rewards_;
-  std::vector<double> round_kl_, round_entropy_;
-  int64_t round_samples_ = 0;
-  std::set<std::string> round_fresh_;
+  RoundBook book_;                            // what the open round counts, one vote per node
   uint64_t bytes_up_ = 0, bytes_down_ = 0, bytes_down_full_ = 0;
   double t0_ = 0;
   std::thread loop_;

@@ -19,6 +19,9 @@ namespace meshrl::mesh {
 
 namespace v1 = ::meshrl::v1;
 
+// A download's cap when the caller sets none.
+inline constexpr uint64_t kNoDownloadCap = UINT64_MAX;
+
 // A downloaded blob: all its bytes, checked against the announced total size.
 struct Download {
   std::string bytes;
@@ -32,11 +35,15 @@ class CoordinatorClient {
   virtual Result<v1::JoinReply> join(const v1::JoinRequest& req) = 0;
   virtual Result<v1::HeartbeatReply> heartbeat(const v1::HeartbeatRequest& req) = 0;
   virtual Result<v1::LeaveReply> leave(const v1::LeaveRequest& req) = 0;
-  // Resumes by offset inside the call when a stream breaks part-way (a few attempts).
-  virtual Result<Download> download_weights(const std::string& name, uint64_t session, int64_t version) = 0;
+  // Resumes by offset inside the call when a stream breaks part-way (a few attempts). max_bytes:
+  // a stream that declares more is refused (kDataLoss) at its first chunk, and no stream may send
+  // more than it declared; the node sets it from its own model's shapes (node.h download_caps).
+  virtual Result<Download> download_weights(const std::string& name, uint64_t session, int64_t version,
+                                            uint64_t max_bytes = kNoDownloadCap) = 0;
   // [lora] runs: the frozen base under the adapters (Download.hash = the manifest's base_weights_hash).
-  virtual Result<Download> download_base(const std::string& name, uint64_t session) = 0;
-  virtual Result<Download> get_broadcast(const std::string& name, uint64_t session, int64_t version) = 0;
+  virtual Result<Download> download_base(const std::string& name, uint64_t session, uint64_t max_bytes = kNoDownloadCap) = 0;
+  virtual Result<Download> get_broadcast(const std::string& name, uint64_t session, int64_t version,
+                                         uint64_t max_bytes = kNoDownloadCap) = 0;
   // Sends the header, then the payload in chunks of at most kChunkBytes.
   virtual Result<v1::SubmitReply> submit(const v1::UpdateHeader& header, const std::string& payload) = 0;
   // Calls on_version for each announcement until the stream ends (ok), fails (kIoError), or

@@ -9,12 +9,14 @@
 #include <thread>
 
 #include <xxhash.h>
+#include <zstd.h>
 
 #include "mesh/codec.h"
 #include "mesh/content_hash.h"
 #include "mesh/error_feedback.h"
 #include "mesh/mesh_config.h"
 #include "mesh/named_tensors.h"
+#include "mesh/node_local_config.h"
 #include "mesh/node_state.h"
 #include "mesh/policy_params.h"
 #include "mesh/protocol.h"
@@ -39,6 +41,30 @@ nlohmann::json NodeReport::to_json() const {
           {"compute_share", wall_seconds > 0 ? compute_seconds / wall_seconds : 0.0}};
 }
 
+uint64_t max_encoded_bytes(const NamedTensors& like, const CodecConfig& codec) {
+  auto add = [](uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; };
+  uint64_t total = kUpdateHeaderBytes;
+  for (size_t i = 0; i < like.size(); ++i) {
+    const torch::Tensor& t = like.tensors[i];
+    const uint64_t raw = update_raw_payload_bytes(codec.id, static_cast<uint64_t>(t.numel()), codec.block_size);
+    uint64_t stored = raw;
+    if (codec.zstd_level != 0) {
+      // zstd's single-frame worst case, plus room for the frame's checksum.
+      const size_t bound = raw > SIZE_MAX ? 0 : ZSTD_compressBound(static_cast<size_t>(raw));
+      stored = ZSTD_isError(bound) || bound == 0 ? UINT64_MAX : add(static_cast<uint64_t>(bound), 64);
+    }
+    total = add(total, add(update_record_bytes(like.names[i].size(), static_cast<size_t>(t.dim())), stored));
+  }
+  return total;
+}
+
+DownloadCaps download_caps(const NamedTensors& params, const CodecConfig& broadcast_codec) {
+  CodecConfig fp32;  // full weights: fp32, with zstd or without (the bound covers both)
+  fp32.id = CodecId::kFp32;
+  fp32.zstd_level = 3;
+  return {max_encoded_bytes(params, fp32), max_encoded_bytes(params, broadcast_codec)};
+}
+
 namespace {
 
 double now_s() {
@@ -58,7 +84,15 @@ class NodeRunner {
   Result<NodeReport> run() {
     t0_ = now_s();
     MESHRL_ASSIGN_OR_RETURN(v1::JoinReply j, join());
-    MESHRL_RETURN_IF_ERROR(setup(j.manifest()));
+    if (Status st = setup(j.manifest()); !st.is_ok()) {
+      // Refused (a run this node will not serve, or a model that is not the run's): leave at
+      // once rather than hold a place in the quorum until the lease runs out.
+      v1::LeaveRequest lr;
+      lr.set_name(o_.name);
+      lr.set_session(session_);
+      (void)c_.leave(lr);
+      return st;
+    }
     {
       MESHRL_ASSIGN_OR_RETURN(Fetched f, full_download(j.manifest().current_version(), j.manifest().current_hash()));
       rebase(std::move(f), /*first=*/true);
@@ -173,17 +207,22 @@ class NodeRunner {
   }
 
   Status setup(const v1::Manifest& m) {
-    MESHRL_ASSIGN_OR_RETURN(cfg_, parse_mesh_run_config(m.run_config_toml(), "manifest", o_.overrides));
+    // Before anything is loaded: a run that needs a program or a path the node's operator did not
+    // give is refused here, having run and opened nothing.
+    MESHRL_ASSIGN_OR_RETURN(cfg_, node_run_config(m.run_config_toml(), o_.overrides, o_.name));
+    MESHRL_ASSIGN_OR_RETURN(const std::string spec, node_model_spec(m.model_spec(), o_.model, o_.name));
     model::set_threads(o_.threads);
     MESHRL_ASSIGN_OR_RETURN(std::string device, model::resolve_device(o_.device));
-    const std::string spec = o_.model.empty() ? m.model_spec() : o_.model;
     MESHRL_ASSIGN_OR_RETURN(rollout::Policy policy, rollout::load_policy(spec, device, cfg_.run.model.weight_seed));
     if (!m.base_weights_hash().empty()) {
       // [lora]: only adapters cross the wire each round, so the frozen base must be the run's:
       // held already, cached from an earlier download, or downloaded once now (base_weights.h).
+      // The base is this model's parameters before the adapters, so their shapes cap it.
+      const uint64_t base_cap = download_caps(trainable_parameters(*policy.model), CodecConfig{}).weights;
       auto fetch = [&]() -> Result<std::string> {
         log("downloading the run's frozen base " + m.base_weights_hash());
-        MESHRL_ASSIGN_OR_RETURN(Download d, with_retry("download base", [&] { return c_.download_base(o_.name, session_); }));
+        MESHRL_ASSIGN_OR_RETURN(Download d, with_retry("download base", [&] { return c_.download_base(o_.name, session_, base_cap); }));
+        MESHRL_RETURN_IF_ERROR(check_download_size(d, base_cap, "the frozen base"));
         if (d.hash != m.base_weights_hash())
           return invalid_argument("[node " + o_.name + "] the coordinator sent a base with hash " + d.hash + ", the manifest names " + m.base_weights_hash());
         return std::move(d.bytes);
@@ -222,10 +261,15 @@ class NodeRunner {
       }
     });
     params_ = trainable_parameters(*trainer_->policy().model);
+    if (params_.numel() != m.param_count())
+      return invalid_argument("[node " + o_.name + "] the manifest says the run exchanges " + std::to_string(m.param_count()) +
+                              " parameters, model '" + spec + "' (with the run's [lora] section) trains " + std::to_string(params_.numel()) +
+                              "; pass the run's model with --model");
     MESHRL_ASSIGN_OR_RETURN(CodecConfig cc, codec_config(cfg_.mesh));
     MESHRL_ASSIGN_OR_RETURN(codec_, make_codec(cc));
     MESHRL_ASSIGN_OR_RETURN(CodecConfig bc, broadcast_codec_config(cfg_.mesh));
     MESHRL_ASSIGN_OR_RETURN(broadcast_codec_, make_codec(bc));
+    caps_ = download_caps(params_, bc);
     limits_.max_decoded_bytes = static_cast<uint64_t>(params_.numel()) * 4;
     limits_.max_tensors = static_cast<uint32_t>(params_.size());
     overlap_ = cfg_.mesh.mode == "async" && cfg_.mesh.overlap;
@@ -258,6 +302,14 @@ class NodeRunner {
     }
   }
 
+  // The transport refuses a stream declaring more than the cap before holding it; this catches a
+  // transport that does not.
+  Status check_download_size(const Download& d, uint64_t cap, const std::string& what) const {
+    if (d.bytes.size() <= cap) return Status::ok();
+    return data_loss("[node " + o_.name + "] the coordinator sent " + std::to_string(d.bytes.size()) + " bytes for the " + what +
+                     ", more than the " + std::to_string(cap) + " its shapes can encode to; refused");
+  }
+
   // A verified version, ready to rebase onto.
   struct Fetched {
     NamedTensors theta;
@@ -266,7 +318,8 @@ class NodeRunner {
   };
 
   Result<Fetched> full_download(int64_t version, const std::string& expect_hash) {
-    MESHRL_ASSIGN_OR_RETURN(Download d, with_retry("download", [&] { return c_.download_weights(o_.name, session_, version); }));
+    MESHRL_ASSIGN_OR_RETURN(Download d, with_retry("download", [&] { return c_.download_weights(o_.name, session_, version, caps_.weights); }));
+    MESHRL_RETURN_IF_ERROR(check_download_size(d, caps_.weights, "weights of version " + std::to_string(version)));
     {
       std::lock_guard<std::mutex> lk(prog_mu_);
       rep_.bytes_down += d.bytes.size();
@@ -293,7 +346,11 @@ class NodeRunner {
     bool ok = version - from <= 16;  // far behind: one full download beats many deltas
     std::string why = ok ? "" : "too far behind";
     for (int64_t v = from + 1; ok && v <= version; ++v) {
-      auto d = with_retry("broadcast", [&] { return c_.get_broadcast(o_.name, session_, v); });
+      auto d = with_retry("broadcast", [&]() -> Result<Download> {
+        MESHRL_ASSIGN_OR_RETURN(Download x, c_.get_broadcast(o_.name, session_, v, caps_.broadcast));
+        MESHRL_RETURN_IF_ERROR(check_download_size(x, caps_.broadcast, "broadcast " + std::to_string(v)));
+        return x;
+      });
       if (!d.is_ok()) {
         ok = false;
         why = d.status().message();
@@ -434,7 +491,6 @@ class NodeRunner {
     h.mutable_stats()->set_inner_steps(cfg_.mesh.inner_steps);
     h.mutable_stats()->set_n_scored(commit.n);
     h.mutable_stats()->set_scored_digest(commit.digest);
-    sign_update(h, run_id_, out.bytes, key_);  // retries resend this header as it is
     {  // KL and entropy averaged over the steps since the last cut (dashboards, metrics.jsonl)
       std::lock_guard<std::mutex> lk(prog_mu_);
       const double n = static_cast<double>(std::max<int64_t>(1, stat_steps_));
@@ -443,6 +499,8 @@ class NodeRunner {
       kl_sum_ = entropy_sum_ = 0;
       stat_steps_ = 0;
     }
+    // Last: the signature covers every field above; retries resend this header as it is.
+    sign_update(h, run_id_, out.bytes, key_);
     out.reward = reward;
     return out;
   }
@@ -757,6 +815,7 @@ class NodeRunner {
   std::unique_ptr<UpdateCodec> codec_;            // our updates
   std::unique_ptr<UpdateCodec> broadcast_codec_;  // the coordinator's broadcasts
   UpdateDecodeLimits limits_;
+  DownloadCaps caps_;     // what one download may take (download_caps)
   ErrorFeedback ef_;
   ScoredRolloutBook book_;  // the rollouts each update commits to (reward audits)
   bool overlap_ = false;

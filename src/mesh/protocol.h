@@ -15,7 +15,9 @@ namespace meshrl::mesh {
 // 2: signed updates (JoinRequest.signing_key, UpdateHeader.run_id/payload_hash/signature).
 // 3: reward audits (RewardStats.n_scored/scored_digest, SubmitReply.audit, AnswerAudit) and the
 //    [lora] frozen-base download (DownloadRequest.base): an older node would fail every audit.
-inline constexpr uint32_t kProtocolVersion = 3;
+// 4: the signature covers n_samples and every RewardStats field (an admitted node can no longer
+//    restate its weight or its rollout commitment), RewardStats gains the verifier failure counts.
+inline constexpr uint32_t kProtocolVersion = 4;
 
 // Weights, broadcasts and updates travel in chunks of at most this many bytes...
 inline constexpr size_t kChunkBytes = size_t{1} << 20;

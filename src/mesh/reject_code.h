@@ -23,6 +23,10 @@ enum class RejectCode {
   kInternal,      // the coordinator failed to spool or record it (not the node's fault)
   kAuditFailed,   // held for a reward audit whose answer did not hold (or never came): the node is flagged
   kExcluded,      // the node failed [mesh] audit_exclude_after audits: none of its updates count any more
+  kClaim,         // n_samples below 1, above what one update of the run holds, or (audits on) not n_scored
+  kOneVote,       // the node already has a fresher update in this round: one vote per node per round
+  kSuperseded,    // a fresher update of the same node took this one's place in the round
+  kSeqAhead,      // seq further ahead of the coordinator's clock than the allowed skew (a node's clock jumped)
 };
 
 inline const char* reject_code_name(RejectCode c) {
@@ -43,6 +47,10 @@ inline const char* reject_code_name(RejectCode c) {
     case RejectCode::kInternal: return "internal";
     case RejectCode::kAuditFailed: return "audit_failed";
     case RejectCode::kExcluded: return "excluded";
+    case RejectCode::kClaim: return "claim";
+    case RejectCode::kOneVote: return "one_vote";
+    case RejectCode::kSuperseded: return "superseded";
+    case RejectCode::kSeqAhead: return "seq_ahead";
   }
   return "unknown";
 }

@@ -21,12 +21,28 @@ Admission admit_update(const RoundRules& r, int64_t v, int64_t b, int64_t n_samp
     return a;
   }
   if (n_samples < 1) {
+    a.code = RejectCode::kClaim;
     a.reason = "n_samples must be >= 1, got " + std::to_string(n_samples);
+    return a;
+  }
+  if (r.max_samples_per_update > 0 && n_samples > r.max_samples_per_update) {
+    a.code = RejectCode::kClaim;
+    a.reason = "n_samples " + std::to_string(n_samples) + " is more than one update of this run can hold (" +
+               std::to_string(r.max_samples_per_update) + " = inner_steps x prompts_per_step x group_size)";
     return a;
   }
   a.accepted = true;
   a.weight = static_cast<double>(n_samples) * staleness_weight(a.staleness, r.max_staleness);
   return a;
+}
+
+int64_t samples_per_update_bound(int64_t inner_steps, int64_t prompts_per_step, int64_t group_size) {
+  int64_t out = 1;
+  for (int64_t f : {inner_steps, prompts_per_step, group_size}) {
+    if (f < 1) return 0;
+    if (__builtin_mul_overflow(out, f, &out)) return INT64_MAX;
+  }
+  return out;
 }
 
 const char* close_reason_name(CloseReason r) {

@@ -1,7 +1,9 @@
 // The round rules of the coordinator, as pure functions of numbers so they are unit-tested
 // without a network, a clock or tensors (tests/unit/mesh/test_round.cpp):
 //   - admit_update: may an update on base version b enter the round open on version v, and with
-//     what weight (its samples times the staleness weight 1/sqrt(1 + (v - b)))?
+//     what weight (its samples times the staleness weight 1/sqrt(1 + (v - b)))? The samples a
+//     node claims are bounded by what one update of the run can hold (inner steps x prompts x
+//     group size), so no node sets the mean by claiming more.
 //   - should_close: does the open round close now (sync: quorum of fresh updates, or the deadline
 //     with at least one update; async: as soon as any update is in)?
 // Late updates in sync mode (base < v, a slow node) are not lost: they enter the next open round
@@ -10,6 +12,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include "mesh/reject_code.h"
 
 namespace meshrl::mesh {
 
@@ -20,17 +24,25 @@ struct RoundRules {
   double quorum = 1.0;          // share of online nodes, (0, 1]
   double deadline_s = 600;      // seconds after the round opened
   int64_t max_staleness = 2;
+  // The most completions one update can stand for: inner_steps x prompts_per_step x group_size.
+  // 0 = unbounded (tests of the rules alone).
+  int64_t max_samples_per_update = 0;
 };
+
+// The bound of RoundRules.max_samples_per_update for a run's numbers (saturating: never overflows).
+int64_t samples_per_update_bound(int64_t inner_steps, int64_t prompts_per_step, int64_t group_size);
 
 struct Admission {
   bool accepted = false;
   std::string reason;           // when refused
+  RejectCode code = RejectCode::kStale;  // when refused: kStale (base version) or kClaim (n_samples)
   int64_t staleness = 0;        // v - b
   double weight = 0;            // n_samples * staleness weight
 };
 
 // current_version v is the version the open round started from. Refuses b > v (a version that
-// does not exist yet), b < v - max_staleness (too old), n_samples < 1.
+// does not exist yet), b < v - max_staleness (too old): kStale; n_samples < 1 or above
+// max_samples_per_update: kClaim.
 Admission admit_update(const RoundRules& rules, int64_t current_version, int64_t base_version, int64_t n_samples);
 
 struct OpenRound {

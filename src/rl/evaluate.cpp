@@ -33,13 +33,17 @@ Result<GreedyScore> greedy_score(model::TransformerImpl& model, const tokenizer:
   g.sampling.temperature = 0.0;
   const auto greedy = generate_batched(model, tok, prompts, g, batch_size, on_rows);
   int64_t solved = 0, parsed = 0;
+  GreedyScore out;
   for (size_t i = 0; i < problems.size(); ++i) {
     MESHRL_ASSIGN_OR_RETURN(auto s, task.score(problems[i], text_for_scoring(greedy[i], tok, stops)));
-    solved += s.correct;
-    parsed += s.format_ok;
+    solved += s.correct && !s.failed();
+    parsed += s.format_ok && !s.failed();
+    out.verifier_failures.add(s.failure);
   }
   const double n = static_cast<double>(problems.size());
-  return GreedyScore{static_cast<double>(solved) / n, static_cast<double>(parsed) / n};
+  out.pass_at_1 = static_cast<double>(solved) / n;
+  out.format_rate = static_cast<double>(parsed) / n;
+  return out;
 }
 
 Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Tokenizer& tok, const tasks::Task& task,
@@ -59,6 +63,7 @@ Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Toke
   r.n_problems = n;
   r.pass_at_1 = greedy.pass_at_1;
   r.format_rate = greedy.format_rate;
+  r.verifier_failures = greedy.verifier_failures;
   r.k = o.pass_k;
 
   if (o.pass_k > 1) {
@@ -87,7 +92,8 @@ Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Toke
       int64_t c = 0;
       for (int64_t j = 0; j < m; ++j) {
         MESHRL_ASSIGN_OR_RETURN(auto sc, task.score(problems[i], text_for_scoring(samples[i * m + j], tok, stops)));
-        c += sc.correct;
+        c += sc.correct && !sc.failed();
+        r.verifier_failures.add(sc.failure);
       }
       sum_k += pass_at_k_estimate(m, c, o.pass_k);
       sum_1 += static_cast<double>(c) / static_cast<double>(m);
@@ -102,7 +108,7 @@ Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Toke
 
 nlohmann::json eval_result_to_json(const EvalResult& r) {
   nlohmann::json j = {{"n_problems", r.n_problems}, {"pass_at_1", r.pass_at_1}, {"format_rate", r.format_rate},
-                      {"seconds", r.seconds}};
+                      {"verifier_failures", tasks::verifier_failures_to_json(r.verifier_failures)}, {"seconds", r.seconds}};
   if (r.n_samples > 0) {
     j["k"] = r.k;
     j["n_samples"] = r.n_samples;

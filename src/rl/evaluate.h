@@ -1,6 +1,8 @@
 // Held-out evaluation of a policy on a task: pass@1 with greedy decoding, and pass@k estimated
 // without bias from n sampled completions per problem (Chen et al. 2021:
 // 1 - C(n - c, k) / C(n, k), c = correct samples). Only the task's eval split is used.
+// A completion the verifier failed on (task.h: Score.failure) counts as not correct and not
+// well-formed, and is counted by kind; only the task's failure budget running out stops it.
 // Knows nothing about training or the network.
 #pragma once
 
@@ -15,6 +17,7 @@
 #include "core/status.h"
 #include "model/transformer.h"
 #include "tasks/task.h"
+#include "tasks/verifier_failures.h"
 #include "tokenizer/tokenizer.h"
 
 namespace meshrl::rl {
@@ -41,6 +44,7 @@ struct EvalResult {
   int64_t n_samples = 0;        // 0 when no sampling was done
   double pass_at_k = -1;        // unbiased estimate; -1 when not measured
   double sampled_pass_at_1 = -1;  // mean c / n over problems; -1 when not measured
+  tasks::VerifierFailureCounts verifier_failures;  // greedy and sampled completions together
   double seconds = 0;
 };
 
@@ -50,6 +54,7 @@ double pass_at_k_estimate(int64_t n, int64_t c, int64_t k);
 struct GreedyScore {
   double pass_at_1 = 0;    // share of problems solved
   double format_rate = 0;  // share the verifier could parse
+  tasks::VerifierFailureCounts verifier_failures;
 };
 
 // Greedy decoding of any problems (the SFT stop check uses training ones), scored by the task.
@@ -58,7 +63,8 @@ Result<GreedyScore> greedy_score(model::TransformerImpl& model, const tokenizer:
                                  const std::vector<int64_t>& stop_ids, int64_t batch_size = 256,
                                  const std::function<void(int64_t rows_done)>& on_rows = {});
 
-// Fails only when scoring fails (an external verifier broke) or a prompt cannot be encoded.
+// Fails only when scoring fails as a whole (an external verifier that cannot start, or fails
+// past [task] max_failure_rate) or a prompt cannot be encoded.
 Result<EvalResult> evaluate(model::TransformerImpl& model, const tokenizer::Tokenizer& tok, const tasks::Task& task,
                             const EvalOptions& options);
 

@@ -141,10 +141,11 @@ Status flatten_task(const toml::table& t, const std::string& prefix, const std::
   return Status::ok();
 }
 
-// One "--task.a.b=value" override: typed by the default task JSON at that path.
-Status apply_task_override(RunConfig& c, const std::string& dotted, const std::string& text, const std::string& source) {
+// One "--task.a.b=value" override into `cur` (the task config as JSON), typed by the value
+// already at that path. The task is read back and validated once, after every override: one
+// override alone may leave it invalid (kind = "command" needs both jsonl.path and command.argv).
+Status apply_task_override(json& cur, const std::string& dotted, const std::string& text, const std::string& source) {
   const std::string where = where_key(source, "task", dotted) + " (command line)";
-  json cur = tasks::task_config_to_json(c.task);
   json* slot = &cur;
   size_t from = 0;
   while (true) {
@@ -187,7 +188,6 @@ Status apply_task_override(RunConfig& c, const std::string& dotted, const std::s
     v = text;
   }
   *slot = std::move(v);
-  MESHRL_ASSIGN_OR_RETURN(c.task, tasks::task_config_from_json(cur, source + ": [task]"));
   return Status::ok();
 }
 
@@ -280,6 +280,8 @@ Status apply_overrides(RunConfig& c, const std::vector<std::string>& args, const
   // came back changed after a TOML round trip).
   for (const std::string& a : args)
     if (!is_valid_utf8(a)) return invalid_argument("command line: an override is not valid UTF-8");
+  json task = tasks::task_config_to_json(c.task);
+  bool task_changed = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     if (a.rfind("--", 0) == 0) a = a.substr(2);
@@ -302,7 +304,8 @@ Status apply_overrides(RunConfig& c, const std::vector<std::string>& args, const
       return invalid_argument("command line: unknown section [" + section + "] in '" + args[i] +
                               "'; sections are model, task, sft, grpo, eval, checkpoint, lora");
     if (section == "task") {
-      MESHRL_RETURN_IF_ERROR(apply_task_override(c, name, value, source));
+      MESHRL_RETURN_IF_ERROR(apply_task_override(task, name, value, source));
+      task_changed = true;
       continue;
     }
     const Field* f = nullptr;
@@ -311,7 +314,28 @@ Status apply_overrides(RunConfig& c, const std::vector<std::string>& args, const
     if (!f) return invalid_argument(source + ": [" + section + "] unknown key '" + name + "' (command line); see configs/README.md");
     MESHRL_RETURN_IF_ERROR(set_field_from_text(f->ref, value, where_key(source, section, name) + " (command line)"));
   }
+  if (task_changed) {
+    MESHRL_ASSIGN_OR_RETURN(c.task, tasks::task_config_from_json(task, source + ": [task]"));
+  }
   return validate_run_config(c, source);
+}
+
+Result<tasks::TaskConfig> task_config_from_args(const std::string& kind, const std::vector<std::string>& args) {
+  // Only [task] keys: a --grpo.* or a stray word would otherwise be accepted and then ignored.
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool option = a.rfind("--", 0) == 0;
+    const bool value_of_previous = !option && i > 0 && args[i - 1].rfind("--task.", 0) == 0 && args[i - 1].find('=') == std::string::npos;
+    if (option && a.rfind("--task.", 0) != 0)
+      return invalid_argument("command line: unknown option '" + clip_text(a) + "'; task settings are --task.key=value");
+    if (!option && !value_of_previous)
+      return invalid_argument("command line: unexpected argument '" + clip_text(a) + "'; task settings are --task.key=value");
+  }
+  RunConfig c;
+  std::vector<std::string> all = {"--task.kind=" + kind};
+  all.insert(all.end(), args.begin(), args.end());
+  MESHRL_RETURN_IF_ERROR(apply_overrides(c, all, "command line"));
+  return c.task;
 }
 
 Result<RunConfig> parse_run_config(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {

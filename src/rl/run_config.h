@@ -129,6 +129,12 @@ Result<RunConfig> load_run_config(const std::filesystem::path& path, const std::
 // Applies overrides to an already valid config and validates again; `source` prefixes messages.
 Status apply_overrides(RunConfig& config, const std::vector<std::string>& overrides, const std::string& source);
 
+// A task config from command-line arguments alone, as `meshrl eval` takes them: `kind`, then
+// `--task.key=value` (or `--task.key value`) in order, the later winning. Array keys take a JSON
+// array (--task.command.argv='["python3", "verify.py"]') or one bare string (a one-element list).
+// Anything but a --task.* option is an error; the task is validated once, after all of them.
+Result<tasks::TaskConfig> task_config_from_args(const std::string& kind, const std::vector<std::string>& args);
+
 // Range checks; the first problem found is returned as "<source>: [section] key must be ...".
 Status validate_run_config(const RunConfig& config, const std::string& source);
 

@@ -47,8 +47,9 @@ struct LossBatch {
   torch::Tensor advantages;  // [B] float32
 };
 
+// scored: [N*G] bool on the CPU (every row when undefined).
 LossBatch build_loss_batch(const Rollouts& r, const std::vector<int64_t>& rows, const torch::Tensor& adv, int64_t G,
-                           bool mask_truncated) {
+                           bool mask_truncated, const torch::Tensor& scored) {
   int64_t T = 0;
   for (int64_t row : rows)
     T = std::max<int64_t>(T, static_cast<int64_t>(r.prompt_ids[row / G].size() + r.completions[row].token_ids.size()));
@@ -63,6 +64,7 @@ LossBatch build_loss_batch(const Rollouts& r, const std::vector<int64_t>& rows, 
   auto la = b.logp_old.accessor<float, 2>();
   auto aa = b.advantages.accessor<float, 1>();
   auto adv_a = adv.accessor<float, 1>();
+  const bool* scored_a = scored.defined() ? scored.data_ptr<bool>() : nullptr;
   for (int64_t i = 0; i < B; ++i) {
     const int64_t row = rows[i];
     const auto& prompt = r.prompt_ids[row / G];
@@ -75,6 +77,9 @@ LossBatch build_loss_batch(const Rollouts& r, const std::vector<int64_t>& rows, 
     // in its group's baseline) but, with mask_truncated, teaches nothing itself (DAPO's overlong
     // filtering): its last tokens were cut, not chosen as an ending.
     if (mask_truncated && c.finish == rollout::FinishReason::kLength) continue;
+    // A completion the verifier failed on has no reward to learn from: zero loss weight (mask 0),
+    // so it is not in the token or sequence count that normalises the loss either.
+    if (scored_a && !scored_a[row]) continue;
     for (int64_t j = 0; j < C; ++j) {
       ma[i][P + j - 1] = 1.0f;  // prompt tokens keep mask 0: the loss only sees the completion
       la[i][P + j - 1] = c.logprobs[j];
@@ -155,12 +160,19 @@ Status GrpoTrainer::score(Rollouts& r) const {
   const auto stops = task_->stop_strings();
   r.scores.clear();
   r.scored_texts.clear();
+  r.verifier_failures = {};
   r.rewards = torch::empty({static_cast<int64_t>(r.completions.size())}, torch::kFloat32);
+  r.scored = torch::ones({static_cast<int64_t>(r.completions.size())}, torch::kBool);
   auto ra = r.rewards.accessor<float, 1>();
+  auto sa = r.scored.accessor<bool, 1>();
   for (size_t row = 0; row < r.completions.size(); ++row) {
     auto text = text_for_scoring(r.completions[row], *policy_.tokenizer, stops);
+    // An error here is the task's budget of failures spent (or a verifier that cannot start):
+    // the step, and the run, stop with its message.
     MESHRL_ASSIGN_OR_RETURN(auto s, task_->score(r.problems[row / G], text));
-    ra[row] = static_cast<float>(s.reward);
+    ra[row] = s.failed() ? 0.0f : static_cast<float>(s.reward);
+    sa[row] = !s.failed();
+    r.verifier_failures.add(s.failure);
     r.scores.push_back(std::move(s));
     r.scored_texts.push_back(std::move(text));
   }
@@ -171,7 +183,7 @@ torch::Tensor GrpoTrainer::compute_advantages(const Rollouts& r) const {
   AdvantageConfig ac;
   ac.normalize_std = config_.normalize_std;
   ac.negative_scale = config_.negative_scale;
-  return group_advantages(r.rewards, config_.group_size, ac).to(torch::kFloat32);
+  return group_advantages(r.rewards, config_.group_size, ac, r.scored).to(torch::kFloat32);
 }
 
 TrainStats GrpoTrainer::train_step(const Rollouts& r, const torch::Tensor& advantages) {
@@ -185,7 +197,8 @@ TrainStats GrpoTrainer::train_step(const Rollouts& r, const torch::Tensor& advan
   st.lr = optimizer_.current_lr();
 
   std::vector<int64_t> rows;
-  const auto keep = (config_.filter_equal_groups ? groups_with_signal(r.rewards, G) : torch::ones({N}, torch::kBool)).to(torch::kCPU).contiguous();
+  const auto keep =
+      (config_.filter_equal_groups ? groups_with_signal(r.rewards, G, r.scored) : torch::ones({N}, torch::kBool)).to(torch::kCPU).contiguous();
   auto keep_a = keep.accessor<bool, 1>();
   for (int64_t i = 0; i < N; ++i) {
     if (!keep_a[i]) continue;
@@ -196,7 +209,8 @@ TrainStats GrpoTrainer::train_step(const Rollouts& r, const torch::Tensor& advan
     st.seconds = since(t0);
     return st;
   }
-  const LossBatch all = build_loss_batch(r, rows, advantages.to(torch::kCPU).contiguous(), G, config_.mask_truncated);
+  const torch::Tensor scored = r.scored.defined() ? r.scored.to(torch::kCPU).contiguous() : torch::Tensor();
+  const LossBatch all = build_loss_batch(r, rows, advantages.to(torch::kCPU).contiguous(), G, config_.mask_truncated, scored);
   st.rows = static_cast<int64_t>(rows.size());
   st.tokens = static_cast<int64_t>(all.mask.sum().item<double>());
   if (st.tokens == 0) {
@@ -335,8 +349,13 @@ Result<StepMetrics> GrpoTrainer::step() {
   m.step = step_;
   m.samples = static_cast<int64_t>(r.completions.size());
   m.groups_total = static_cast<int64_t>(r.problems.size());
-  m.reward_mean = r.rewards.mean().item<double>();
-  m.reward_std = r.rewards.std(/*unbiased=*/false).item<double>();
+  m.verifier_failures = r.verifier_failures;
+  const auto scored_rewards = r.rewards.masked_select(r.scored);  // [samples - failures]
+  m.scored = scored_rewards.numel();
+  if (m.scored > 0) {
+    m.reward_mean = scored_rewards.mean().item<double>();
+    m.reward_std = scored_rewards.std(/*unbiased=*/false).item<double>();
+  }
   int64_t correct = 0, format = 0, truncated = 0;
   for (const auto& s : r.scores) {
     correct += s.correct;
@@ -390,6 +409,8 @@ nlohmann::json step_metrics_to_json(const StepMetrics& m) {
       {"groups_kept", m.train.groups_kept},
       {"groups_total", m.groups_total},
       {"samples", m.samples},
+      {"scored", m.scored},
+      {"verifier_failures", tasks::verifier_failures_to_json(m.verifier_failures)},
       {"completion_len", m.completion_len},
       {"truncated", m.truncated},
       {"lr", m.train.lr},

@@ -32,6 +32,7 @@
 #include "rollout/generate.h"
 #include "rollout/policy.h"
 #include "tasks/task.h"
+#include "tasks/verifier_failures.h"
 
 namespace meshrl::rl {
 
@@ -44,7 +45,12 @@ struct Rollouts {
   std::vector<rollout::Completion> completions;   // [N*G]
   std::vector<tasks::Score> scores;               // [N*G], filled by score()
   std::vector<std::string> scored_texts;          // [N*G] what the verifier saw, filled by score()
-  torch::Tensor rewards;                          // [N*G] float32, filled by score()
+  torch::Tensor rewards;                          // [N*G] float32, filled by score(); 0 where not scored
+  // [N*G] bool, filled by score(): false where the verifier failed on the completion (scores[i].
+  // failure says how). Such a row has no reward: it is left out of its group's mean and std and
+  // of the loss, and out of the reward statistics. Undefined = every row scored.
+  torch::Tensor scored;
+  tasks::VerifierFailureCounts verifier_failures;  // the failed rows by kind, filled by score()
   double seconds = 0;                             // generation wall time
 };
 
@@ -65,14 +71,19 @@ struct TrainStats {
 
 struct StepMetrics {
   int64_t step = 0;            // 1-based: the number of steps done after this one
-  double reward_mean = 0;
-  double reward_std = 0;       // population std over the N*G rewards
-  double correct_rate = 0;     // share of completions the verifier marked correct
+  double reward_mean = 0;      // over the scored completions (a failed verifier call has no reward)
+  double reward_std = 0;       // population std over the scored rewards
+  double correct_rate = 0;     // share of completions the verifier marked correct (failed = not)
   double format_rate = 0;
   double completion_len = 0;   // mean completion tokens
   double truncated = 0;        // share cut at max_new_tokens
   int64_t groups_total = 0;
   int64_t samples = 0;         // completions this step (N*G)
+  int64_t scored = 0;          // of them, those the verifier gave a reward: samples - failures
+  // Completions whose verifier call failed, by kind (timeout / crash / garbage): masked from the
+  // loss and from their groups' statistics. Scoring stops the step with an error only past
+  // [task] max_failure_rate (tasks/verifier_failures.h).
+  tasks::VerifierFailureCounts verifier_failures;
   int64_t completion_tokens = 0;
   double tokens_per_s = 0;     // completion tokens sampled / step wall time (generation + training)
   TrainStats train;
@@ -88,7 +99,8 @@ class GrpoTrainer {
   GrpoTrainer(rollout::Policy policy, std::shared_ptr<const tasks::Task> task, const GrpoSection& config,
               const EvalSection& eval = {});
 
-  // One whole step: the named steps below in order. Fails only when scoring fails.
+  // One whole step: the named steps below in order. Fails only when scoring fails as a whole (the
+  // verifier cannot start, or fails past [task] max_failure_rate); one failed completion is masked.
   Result<StepMetrics> step();
 
   // --- the named steps (public so tests and a mesh node can drive them one by one) ---

@@ -15,11 +15,16 @@
 namespace meshrl::rl {
 
 std::string warm_start_key(const RunConfig& c) {
+  nlohmann::json task = tasks::task_config_to_json(c.task);
+  // The verifier failure budget decides when a run stops, not what the warm start learns: left
+  // out of the key, so changing it reuses the cached warm start.
+  task.erase("max_failure_rate");
+  task.erase("failure_window");
   const nlohmann::json j = {
       {"version", 1},
       {"init", c.model.init},
       {"weight_seed", c.model.weight_seed},
-      {"task", tasks::task_config_to_json(c.task)},
+      {"task", task},
       {"sft",
        {{"steps", c.sft.steps},
         {"batch_size", c.sft.batch_size},

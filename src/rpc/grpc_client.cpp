@@ -61,9 +61,11 @@ class GrpcClient : public mesh::CoordinatorClient {
     return r;
   }
 
-  // One attempt per stream; a broken stream resumes at the bytes already held.
+  // One attempt per stream; a broken stream resumes at the bytes already held. The declared total
+  // is checked against max_bytes at the first chunk, and every chunk against the declared total,
+  // so a coordinator declaring (or streaming) more than the caller can take costs one chunk.
   template <typename Open>
-  Result<Download> fetch(const char* call, Open open, const std::function<void(uint64_t, uint64_t)>& on_bytes = {}) {
+  Result<Download> fetch(const char* call, uint64_t max_bytes, Open open, const std::function<void(uint64_t, uint64_t)>& on_bytes = {}) {
     Download d;
     uint64_t total = UINT64_MAX;
     Status last = io_error(std::string("[rpc] ") + call + ": no attempt");
@@ -76,7 +78,12 @@ class GrpcClient : public mesh::CoordinatorClient {
         if (!c.error().empty()) return invalid_argument(c.error());
         if (c.offset() != d.bytes.size()) return data_loss(std::string("[rpc] ") + call + ": chunk at offset " +
                                                            std::to_string(c.offset()) + ", expected " + std::to_string(d.bytes.size()));
-        if (total == UINT64_MAX) total = c.total_bytes();
+        if (total == UINT64_MAX) {
+          if (c.total_bytes() > max_bytes)
+            return data_loss(std::string("[rpc] ") + call + ": the coordinator declares " + std::to_string(c.total_bytes()) +
+                             " bytes, more than the " + std::to_string(max_bytes) + " this node's model can encode to; refused");
+          total = c.total_bytes();
+        }
         if (c.total_bytes() != total || d.bytes.size() + c.data().size() > total)
           return data_loss(std::string("[rpc] ") + call + ": stream exceeds its declared " + std::to_string(total) + " bytes");
         d.bytes += c.data();
@@ -95,8 +102,8 @@ class GrpcClient : public mesh::CoordinatorClient {
     return last;
   }
 
-  Result<Download> download_weights(const std::string& name, uint64_t session, int64_t version) override {
-    return fetch("DownloadWeights", [&](grpc::ClientContext& ctx, uint64_t offset) {
+  Result<Download> download_weights(const std::string& name, uint64_t session, int64_t version, uint64_t max_bytes) override {
+    return fetch("DownloadWeights", max_bytes, [&](grpc::ClientContext& ctx, uint64_t offset) {
       v1::DownloadRequest req;
       req.set_name(name);
       req.set_session(session);
@@ -105,8 +112,8 @@ class GrpcClient : public mesh::CoordinatorClient {
       return stub_->DownloadWeights(&ctx, req);
     }, on_download_bytes_);
   }
-  Result<Download> download_base(const std::string& name, uint64_t session) override {
-    return fetch("DownloadWeights", [&](grpc::ClientContext& ctx, uint64_t offset) {
+  Result<Download> download_base(const std::string& name, uint64_t session, uint64_t max_bytes) override {
+    return fetch("DownloadWeights", max_bytes, [&](grpc::ClientContext& ctx, uint64_t offset) {
       v1::DownloadRequest req;
       req.set_name(name);
       req.set_session(session);
@@ -115,8 +122,8 @@ class GrpcClient : public mesh::CoordinatorClient {
       return stub_->DownloadWeights(&ctx, req);
     }, on_download_bytes_);
   }
-  Result<Download> get_broadcast(const std::string& name, uint64_t session, int64_t version) override {
-    return fetch("GetBroadcast", [&](grpc::ClientContext& ctx, uint64_t offset) {
+  Result<Download> get_broadcast(const std::string& name, uint64_t session, int64_t version, uint64_t max_bytes) override {
+    return fetch("GetBroadcast", max_bytes, [&](grpc::ClientContext& ctx, uint64_t offset) {
       v1::BroadcastRequest req;
       req.set_offset(offset);
       req.set_name(name);

@@ -1,6 +1,7 @@
 // The gRPC implementation of CoordinatorClient (mesh/coordinator_client.h): one channel to the
 // coordinator (or to a link-emulator port in front of it), explicit message size limits, a
-// deadline on every call, chunked uploads and resumable chunked downloads.
+// deadline on every call, chunked uploads and resumable chunked downloads, each refused at its
+// first chunk when it declares more than the caller's cap (mesh/coordinator_client.h).
 // Knows nothing about training or the round logic.
 #pragma once
 

@@ -1,5 +1,6 @@
 #include "store/ledger.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -179,10 +180,10 @@ Status Ledger::node_event(const std::string& node, const std::string& event, con
   return st.run();
 }
 
-Result<std::optional<int64_t>> Ledger::last_seq(const std::string& node) const {
+Result<std::optional<int64_t>> Ledger::last_accepted_seq(const std::string& node) const {
   std::lock_guard lock(impl_->mu);
-  MESHRL_ASSIGN_OR_RETURN(auto st, sql::Stmt::prepare(impl_->db, "SELECT MAX(seq) FROM updates WHERE node = ?1"));
-  st.bind(1, std::string_view(node));
+  MESHRL_ASSIGN_OR_RETURN(auto st, sql::Stmt::prepare(impl_->db, "SELECT MAX(seq) FROM updates WHERE node = ?1 AND state != ?2"));
+  st.bind(1, std::string_view(node)).bind(2, static_cast<int64_t>(UpdateState::kRejected));
   MESHRL_ASSIGN_OR_RETURN(bool has, st.step());
   if (!has || st.col_null(0)) return std::optional<int64_t>();
   return std::optional<int64_t>(st.col_int(0));
@@ -334,6 +335,111 @@ std::vector<RoundRow> Ledger::rounds() const {
   std::vector<RoundRow> out;
   while (or_throw(st.step()))
     out.push_back({st.col_int(0), st.col_text(1), st.col_int(2), st.col_text(3), st.col_double(4)});
+  return out;
+}
+
+std::vector<Ledger::UpdateTally> Ledger::update_tallies(const ReasonClasses& classes) const {
+  // The class is computed in SQL (CASE over bound texts), so that rows group by it and free-text
+  // reasons never leave the database one by one.
+  std::string cls = "CASE WHEN state != " + std::to_string(static_cast<int>(UpdateState::kRejected)) + " THEN ''";
+  int param = 0;
+  for (const ReasonRule& r : classes.rules) {
+    const std::string text = "?" + std::to_string(++param);
+    const std::string label = "?" + std::to_string(++param);
+    cls += r.prefix ? " WHEN substr(reason, 1, length(" + text + ")) = " + text : " WHEN instr(reason, " + text + ") > 0";
+    cls += " THEN " + label;
+  }
+  cls += " ELSE ?" + std::to_string(++param) + " END";
+  std::string query = "SELECT node, state, ";
+  query += cls;
+  query += " AS cls, COUNT(*), TOTAL(n_samples), TOTAL(bytes), MAX(received_at) FROM updates "
+           "GROUP BY node, state, cls ORDER BY node, state, cls";
+  std::lock_guard lock(impl_->mu);
+  auto st = or_throw(sql::Stmt::prepare(impl_->db, query));
+  param = 0;
+  for (const ReasonRule& r : classes.rules) {
+    st.bind(++param, std::string_view(r.text));
+    st.bind(++param, std::string_view(r.label));
+  }
+  st.bind(++param, std::string_view(classes.otherwise));
+  std::vector<UpdateTally> out;
+  while (or_throw(st.step())) {
+    UpdateTally t;
+    t.node = st.col_text(0);
+    const int64_t state = st.col_int(1);
+    if (state < 0 || state > 2)
+      throw StatusError(data_loss("[ledger] " + impl_->file.string() + ": updates of " + t.node + " have unknown state " +
+                                  std::to_string(state)));
+    t.state = static_cast<UpdateState>(state);
+    t.reason_class = st.col_text(2);
+    t.count = st.col_int(3);
+    t.n_samples = st.col_double(4);
+    t.bytes = st.col_double(5);
+    t.last_received_at = st.col_double(6);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<std::pair<int64_t, int64_t>> Ledger::applied_staleness_counts() const {
+  std::lock_guard lock(impl_->mu);
+  auto st = or_throw(sql::Stmt::prepare(impl_->db, "SELECT applied_version - 1 - base_version AS s, COUNT(*) FROM updates "
+                                                   "WHERE state = ?1 GROUP BY s ORDER BY s"));
+  st.bind(1, static_cast<int64_t>(UpdateState::kApplied));
+  std::vector<std::pair<int64_t, int64_t>> out;
+  while (or_throw(st.step())) out.emplace_back(st.col_int(0), st.col_int(1));
+  return out;
+}
+
+std::vector<int64_t> Ledger::applied_through(const std::vector<int64_t>& versions) const {
+  std::lock_guard lock(impl_->mu);
+  auto st = or_throw(sql::Stmt::prepare(impl_->db, "SELECT applied_version, COUNT(*) FROM updates WHERE state = ?1 "
+                                                   "GROUP BY applied_version ORDER BY applied_version"));
+  st.bind(1, static_cast<int64_t>(UpdateState::kApplied));
+  std::vector<int64_t> out(versions.size(), 0);
+  int64_t applied = 0;
+  size_t i = 0;
+  while (or_throw(st.step())) {
+    const int64_t v = st.col_int(0);
+    for (; i < versions.size() && versions[i] < v; ++i) out[i] = applied;
+    applied += st.col_int(1);
+  }
+  for (; i < versions.size(); ++i) out[i] = applied;
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> Ledger::rounds_by_closed_by() const {
+  std::lock_guard lock(impl_->mu);
+  auto st = or_throw(sql::Stmt::prepare(impl_->db, "SELECT closed_by, COUNT(*) FROM rounds WHERE version > 0 "
+                                                   "GROUP BY closed_by ORDER BY closed_by"));
+  std::vector<std::pair<std::string, int64_t>> out;
+  while (or_throw(st.step())) out.emplace_back(st.col_text(0), st.col_int(1));
+  return out;
+}
+
+std::vector<NodeEvent> Ledger::latest_node_events(int64_t n, int64_t max_chars) const {
+  std::lock_guard lock(impl_->mu);
+  auto st = or_throw(sql::Stmt::prepare(impl_->db, "SELECT substr(node, 1, ?1), substr(event, 1, ?1), substr(detail, 1, ?1), at "
+                                                   "FROM node_events ORDER BY id DESC LIMIT ?2"));
+  st.bind(1, max_chars).bind(2, n);
+  std::vector<NodeEvent> out;
+  while (or_throw(st.step())) out.push_back({st.col_text(0), st.col_text(1), st.col_text(2), st.col_double(3)});
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<NodeEvent> Ledger::latest_event_per_node(const std::vector<std::string>& events) const {
+  if (events.empty()) return {};
+  std::string in;
+  for (size_t i = 0; i < events.size(); ++i) in += (i ? ", ?" : "?") + std::to_string(i + 1);
+  std::string query = "SELECT e.node, e.event, e.at FROM node_events e JOIN (SELECT MAX(id) AS id FROM node_events WHERE event IN (";
+  query += in;
+  query += ") GROUP BY node) latest ON e.id = latest.id ORDER BY e.node";
+  std::lock_guard lock(impl_->mu);
+  auto st = or_throw(sql::Stmt::prepare(impl_->db, query));
+  for (size_t i = 0; i < events.size(); ++i) st.bind(static_cast<int>(i + 1), std::string_view(events[i]));
+  std::vector<NodeEvent> out;
+  while (or_throw(st.step())) out.push_back({st.col_text(0), st.col_text(1), "", st.col_double(2)});
   return out;
 }
 

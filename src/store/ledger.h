@@ -96,9 +96,10 @@ class Ledger {
   // that a kReceived row always has its bytes on disk.
   Result<bool> record_received(const UpdateKey& k, int64_t n_samples, int64_t bytes);
   Result<std::optional<UpdateRow>> find(const UpdateKey& k) const;
-  // The highest seq of any update recorded from `node` (received, applied or rejected), or nullopt:
-  // the coordinator refuses a new update at or below it as a replay, also across restarts.
-  Result<std::optional<int64_t>> last_seq(const std::string& node) const;
+  // The highest seq of the updates accepted from `node` (received or applied; rejected ones do not
+  // count, so one refused wild seq locks nobody out), or nullopt: the coordinator refuses a new
+  // update at or below it as a replay, also across restarts.
+  Result<std::optional<int64_t>> last_accepted_seq(const std::string& node) const;
 
   // kReceived -> kRejected with the reason. An unknown key is recorded directly as kRejected (an
   // update refused before it was received, e.g. too stale), so a retry gets the same answer.
@@ -126,6 +127,44 @@ class Ledger {
 
   std::vector<UpdateRow> updates() const;  // all, in arrival order (tests and reports)
   std::vector<RoundRow> rounds() const;    // by version
+
+  // Aggregates for the dashboard and reports, computed in SQL: what they return grows with the
+  // number of nodes, never with the number of rows, however long the run.
+
+  // Rejected updates by class: each reason (free text) is named by the first rule whose `text`
+  // starts it (prefix) or occurs in it (!prefix), or by `otherwise`.
+  struct ReasonRule {
+    std::string text;
+    bool prefix = false;
+    std::string label;
+  };
+  struct ReasonClasses {
+    std::vector<ReasonRule> rules;
+    std::string otherwise;
+  };
+  // One group of update rows with the same node, state and reason class ("" unless rejected). The
+  // sums are doubles (SQLite's TOTAL) so that node-claimed values can never overflow them.
+  struct UpdateTally {
+    std::string node;
+    UpdateState state = UpdateState::kReceived;
+    std::string reason_class;
+    int64_t count = 0;
+    double n_samples = 0;
+    double bytes = 0;
+    double last_received_at = 0;  // the latest row's
+  };
+  std::vector<UpdateTally> update_tallies(const ReasonClasses& classes) const;
+  // Applied updates by staleness (applied_version - 1 - base_version): (staleness, count), ascending.
+  std::vector<std::pair<int64_t, int64_t>> applied_staleness_counts() const;
+  // For each of `versions` (ascending), how many updates were applied at or before it.
+  std::vector<int64_t> applied_through(const std::vector<int64_t>& versions) const;
+  // Rounds committed after version 0, counted by closed_by.
+  std::vector<std::pair<std::string, int64_t>> rounds_by_closed_by() const;
+  // The latest `n` node events, oldest first, each text cut in SQL to at most max_chars characters
+  // (so a huge detail is never read out whole).
+  std::vector<NodeEvent> latest_node_events(int64_t n, int64_t max_chars) const;
+  // Each node's latest event among `events` (detail left empty), by node name.
+  std::vector<NodeEvent> latest_event_per_node(const std::vector<std::string>& events) const;
 
   // Read queries return values, not Results: a read failing on an open, checked database is an I/O
   // fault of the machine, reported by throwing StatusError (status.h) with the file named.

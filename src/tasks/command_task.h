@@ -8,14 +8,19 @@
 //   stdout: either a bare number (the reward) or a JSON object {"reward": x} with optional
 //           "correct" (bool, default reward >= 1), "format_ok" (bool, default true) and
 //           "detail" (string). The reward is used as is; format_reward must be 0 for this kind.
-//   exit:   0. A non-zero exit, a signal, no result within command.timeout_ms, more than
-//           command.max_output_bytes of output, or anything else on stdout is an error Status
-//           naming the program and the problem: scoring failed, which is not the same as reward 0.
+//   exit:   0. No result within command.timeout_ms (timeout), a non-zero exit or a signal
+//           (crash), more than command.max_output_bytes of output or anything else on stdout
+//           (garbage) is a Score with `failure` set and `detail` naming the program, the problem
+//           and what happened: scoring failed on this completion, which is not the same as
+//           reward 0. Once failures pass [task] max_failure_rate over the last failure_window
+//           calls (verifier_failures.h), score() returns that error instead; a program that
+//           cannot be started is an error at once (no completion can cause that).
 // solution(): the line's solution field when present, else none.
 #pragma once
 
 #include "tasks/jsonl_source.h"
 #include "tasks/subprocess.h"
+#include "tasks/verifier_failures.h"
 
 namespace meshrl::tasks {
 
@@ -27,7 +32,9 @@ class CommandTask : public JsonlBackedTask {
   Result<Score> score(const Problem& problem, std::string_view completion) const override;
 
  private:
-  using JsonlBackedTask::JsonlBackedTask;
+  CommandTask(const TaskConfig& cfg, JsonlSource source);
+  // Scoring stays a const, thread-safe call; the window is the one thing it updates (under its lock).
+  mutable VerifierFailureWindow failures_;
 };
 
 }  // namespace meshrl::tasks

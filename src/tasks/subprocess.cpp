@@ -140,7 +140,8 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, st
     const auto now = Clock::now();
     if (now >= deadline) {
       kill_and_reap(pid);
-      return io_error("[subprocess] " + who + " did not finish within " + std::to_string(opt.timeout_ms) + " ms; killed");
+      res.timed_out = true;
+      return res;
     }
     pollfd fds[3];
     int n = 0;
@@ -162,7 +163,8 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, st
       if (!read_available(out_read.get(), &res.out, size_t(opt.max_output_bytes), &out_over)) out_read.reset();
       if (out_over) {
         kill_and_reap(pid);
-        return io_error("[subprocess] " + who + " wrote more than " + std::to_string(opt.max_output_bytes) + " bytes to stdout; killed");
+        res.output_over = true;
+        return res;
       }
     }
     if (i_err >= 0 && fds[i_err].revents) {
@@ -175,8 +177,7 @@ Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, st
       if (written == input.size() || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) in_parent.reset();
     }
   }
-  if (out_over)
-    return io_error("[subprocess] " + who + " wrote more than " + std::to_string(opt.max_output_bytes) + " bytes to stdout");
+  res.output_over = out_over;
   if (WIFEXITED(wstatus)) res.exit_code = WEXITSTATUS(wstatus);
   if (WIFSIGNALED(wstatus)) res.term_signal = WTERMSIG(wstatus);
   return res;

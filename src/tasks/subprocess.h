@@ -28,12 +28,15 @@ struct SubprocessResult {
   std::string out;           // stdout, at most max_output_bytes
   std::string err;           // the first max_stderr_bytes of stderr
   int exit_code = -1;        // when it exited normally, else -1
-  int term_signal = 0;       // the signal that ended it, else 0
-  bool ok() const { return exit_code == 0 && term_signal == 0; }
+  int term_signal = 0;       // the signal that ended it, else 0 (also 0 when we killed it below)
+  bool timed_out = false;    // ran past timeout_ms; we killed its group
+  bool output_over = false;  // wrote more than max_output_bytes to stdout; we killed its group
+  bool ok() const { return exit_code == 0 && term_signal == 0 && !timed_out && !output_over; }
 };
 
-// Errors: kIoError when the program cannot be started, runs past timeout_ms, or writes more
-// than max_output_bytes. A non-zero exit is not an error here; the caller judges the result.
+// Errors: kIoError when the program cannot be started (or a pipe or poll fails). What the
+// program did once started, a timeout or an oversized output included, is a result: the
+// caller judges it.
 Result<SubprocessResult> run_subprocess(const std::vector<std::string>& argv, std::string_view input, const SubprocessOptions& opt);
 
 }  // namespace meshrl::tasks

@@ -8,6 +8,16 @@
 
 namespace meshrl::tasks {
 
+const char* verifier_failure_name(VerifierFailure f) {
+  switch (f) {
+    case VerifierFailure::kNone: return "none";
+    case VerifierFailure::kTimeout: return "timeout";
+    case VerifierFailure::kCrash: return "crash";
+    case VerifierFailure::kGarbage: return "garbage";
+  }
+  return "unknown";
+}
+
 Result<std::unique_ptr<Task>> make_task(const TaskConfig& cfg) {
   MESHRL_RETURN_IF_ERROR(validate_task_config(cfg, "[task]"));
   if (cfg.kind == "arithmetic") return ArithmeticTask::create(cfg);

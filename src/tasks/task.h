@@ -15,9 +15,13 @@
 //   (for countdown: an expression that parses and evaluates without division by zero/overflow).
 //   format_reward comes from TaskConfig (default 0). The command task is the exception: its
 //   program returns the whole reward.
-// - score() returns an error Status only when scoring itself failed (a malformed Problem, or the
-//   external verifier crashed, timed out or printed garbage); a wrong or malformed completion is
-//   a normal Score (reward 0, or the format bonus alone) with `detail` saying why.
+// - A wrong or malformed completion is a normal Score (reward 0, or the format bonus alone) with
+//   `detail` saying why. An external verifier that hangs, crashes or prints garbage on one
+//   completion is a Score with `failure` set (reward 0, not correct): that sample has no reward
+//   and trainers leave it out, but the run goes on. score() returns an error Status only when
+//   scoring as a whole cannot go on: a malformed Problem, a verifier that cannot be started, or
+//   more verifier failures among the recent calls than [task] max_failure_rate allows
+//   (verifier_failures.h).
 // - All const methods are safe to call from several threads at once.
 #pragma once
 
@@ -40,11 +44,22 @@ struct Problem {
   std::string answer;  // the reference answer ("82"), or a JSON payload for structured tasks (countdown)
 };
 
+// Why an external verifier gave no reward for one completion.
+enum class VerifierFailure {
+  kNone = 0,
+  kTimeout,  // no result within command.timeout_ms (killed)
+  kCrash,    // a non-zero exit or a signal
+  kGarbage,  // stdout is not a reward (unreadable, not finite, or over command.max_output_bytes)
+};
+const char* verifier_failure_name(VerifierFailure f);  // "none", "timeout", "crash", "garbage"
+
 struct Score {
   double reward = 0;       // see the reward rule above
   bool correct = false;
   bool format_ok = false;
   std::string detail;      // why, for logs and debugging: "ok", "expected 82, got 81", ...
+  VerifierFailure failure = VerifierFailure::kNone;  // set: reward is meaningless (0), detail says why
+  bool failed() const { return failure != VerifierFailure::kNone; }
 };
 
 class Task {

@@ -141,6 +141,10 @@ Status validate_task_config(const TaskConfig& c, const std::string& where) {
     return bad(where, "format_reward", "must be in [0, 1], got " + std::to_string(c.format_reward));
   if (!(c.eval_fraction > 0 && c.eval_fraction < 1)) return bad(where, "eval_fraction", "must be in (0, 1), got " + std::to_string(c.eval_fraction));
   MESHRL_RETURN_IF_ERROR(check_int(where, "n_eval", c.n_eval, 1, 100000));
+  if (!std::isfinite(c.max_failure_rate) || c.max_failure_rate < 0 || c.max_failure_rate > 1)
+    return bad(where, "max_failure_rate", "must be in [0, 1] (the share of the last failure_window verifier calls that may fail; 0 = none), got " +
+                                              std::to_string(c.max_failure_rate));
+  MESHRL_RETURN_IF_ERROR(check_int(where, "failure_window", c.failure_window, 1, 1000000));
 
   if (c.kind == "arithmetic") {
     MESHRL_RETURN_IF_ERROR(check_int(where, "arithmetic.digits", c.arithmetic.digits, 1, 6));
@@ -192,6 +196,8 @@ Result<TaskConfig> task_config_from_json(const json& j, const std::string& where
   MESHRL_RETURN_IF_ERROR(top.number("eval_fraction", &c.eval_fraction));
   MESHRL_RETURN_IF_ERROR(top.int32("n_eval", &c.n_eval));
   MESHRL_RETURN_IF_ERROR(top.uint64("split_seed", &c.split_seed));
+  MESHRL_RETURN_IF_ERROR(top.number("max_failure_rate", &c.max_failure_rate));
+  MESHRL_RETURN_IF_ERROR(top.int32("failure_window", &c.failure_window));
 
   MESHRL_ASSIGN_OR_RETURN(const json* a, top.object("arithmetic"));
   if (a) {
@@ -270,6 +276,8 @@ json task_config_to_json(const TaskConfig& c) {
       {"eval_fraction", c.eval_fraction},
       {"n_eval", c.n_eval},
       {"split_seed", c.split_seed},
+      {"max_failure_rate", c.max_failure_rate},
+      {"failure_window", c.failure_window},
       {"arithmetic", {{"digits", c.arithmetic.digits}, {"operators", c.arithmetic.operators}, {"allow_negative", c.arithmetic.allow_negative},
                       {"pad_operands", c.arithmetic.pad_operands},
                       {"reverse_answer", c.arithmetic.reverse_answer},

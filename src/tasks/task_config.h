@@ -4,6 +4,7 @@
 //
 // JSON shape (every key optional; unknown keys and wrong types are errors naming the key):
 //   {"kind": "countdown", "format_reward": 0.1, "eval_fraction": 0.1, "n_eval": 500, "split_seed": 0,
+//    "max_failure_rate": 0.1, "failure_window": 100,
 //    "arithmetic": {"digits": 2, "operators": "+-", "allow_negative": true},
 //    "countdown":  {"n_numbers": 4, "number_min": 1, "number_max": 50, "target_min": 1,
 //                   "target_max": 100, "operators": "+-*/"},
@@ -81,6 +82,11 @@ struct TaskConfig {
   double eval_fraction = 0.1;       // share of the problem space held out for eval, (0, 1)
   int n_eval = 500;                 // generated tasks: size of the eval set, 1..100000
   uint64_t split_seed = 0;          // moves the train/eval boundary
+  // An external verifier may fail on a few completions (each costs that sample, task.h); scoring
+  // stops with an error once more than max_failure_rate * failure_window of the last
+  // failure_window calls failed (verifier_failures.h). 0 = stop at the first failure.
+  double max_failure_rate = 0.1;    // in [0, 1]
+  int failure_window = 100;         // calls, 1..1000000
   ArithmeticConfig arithmetic;
   CountdownConfig countdown;
   JsonlConfig jsonl;

@@ -146,33 +146,83 @@ struct LoadedCa {
   std::string pem;
 };
 
-Result<LoadedCa> load_ca(const CaFiles& ca) {
+// Whether `inner` is `outer` or lies under it, after resolving symbolic links and "..".
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(fs::absolute(inner), ec);
+  const fs::path b = fs::weakly_canonical(fs::absolute(outer), ec);
+  auto ai = a.begin();
+  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
+    if (bi->empty()) continue;  // the trailing "" of "dir/"
+    if (ai == a.end() || *ai != *bi) return false;
+  }
+  return true;
+}
+
+std::string move_key_hint(const CaFiles& ca, const fs::path& key_file) {
+  return ca.key_in_dir().string() + " is the CA's private key in the folder the coordinator reads; move it out (`mkdir -m 700 " +
+         key_file.parent_path().string() + " && mv " + ca.key_in_dir().string() + " " + key_file.string() +
+         "`), keep it offline, and pass --ca-key FILE to `meshrl ca issue`";
+}
+
+Result<LoadedCa> load_ca(const CaFiles& ca, const fs::path& key_file) {
   LoadedCa out;
   if (!fs::exists(ca.ca_cert()))
     return not_found("[ca] no CA in " + ca.dir.string() + " (" + ca.ca_cert().string() + " missing); run `meshrl ca init " +
                      ca.dir.string() + "` first");
+  if (!fs::exists(key_file) || is_within(key_file, ca.dir)) {
+    if (fs::exists(ca.key_in_dir())) return invalid_argument("[ca] " + move_key_hint(ca, default_ca_key_file(ca.dir)));
+    if (fs::exists(key_file))
+      return invalid_argument("[ca] " + key_file.string() + " lies inside " + ca.dir.string() +
+                              ", the folder the coordinator reads; move the CA's key out of it and keep it offline");
+    return not_found("[ca] no CA key at " + key_file.string() + "; pass --ca-key FILE (where `meshrl ca init` wrote it)");
+  }
   MESHRL_ASSIGN_OR_RETURN(out.pem, read_file(ca.ca_cert(), 1 << 20));
   MESHRL_ASSIGN_OR_RETURN(out.cert, read_cert(ca.ca_cert()));
-  MESHRL_ASSIGN_OR_RETURN(out.key, read_key(ca.ca_key()));
+  MESHRL_ASSIGN_OR_RETURN(out.key, read_key(key_file));
   if (X509_check_private_key(out.cert.get(), out.key.get()) != 1)
-    return ssl_error(ca.ca_key().string() + " is not the key of " + ca.ca_cert().string());
+    return ssl_error(key_file.string() + " is not the key of " + ca.ca_cert().string());
   return out;
 }
 
 }  // namespace
 
-Status init_run_ca(const fs::path& dir, const std::vector<std::string>& hostnames, int valid_days) {
+fs::path default_ca_key_file(const fs::path& ca_dir) {
+  fs::path d = ca_dir.lexically_normal();
+  if (!d.has_filename()) d = d.parent_path();  // "ca/" -> "ca"
+  if (d.empty() || d.filename() == "." || d.filename() == "..") {
+    d = fs::absolute(d).lexically_normal();
+    if (!d.has_filename()) d = d.parent_path();
+  }
+  return d.parent_path() / (d.filename().string() + "-key") / "ca.key";
+}
+
+Status init_run_ca(const fs::path& dir, const std::vector<std::string>& hostnames, int valid_days, const fs::path& key_file_arg) {
   const CaFiles ca{dir};
-  if (fs::exists(ca.ca_cert()) || fs::exists(ca.ca_key()))
+  const fs::path key_file = key_file_arg.empty() ? default_ca_key_file(dir) : key_file_arg;
+  if (fs::exists(ca.ca_cert()) || fs::exists(ca.key_in_dir()))
     return invalid_argument("[ca] " + dir.string() + " already holds a CA; refusing to overwrite it (its certificates would stop working)");
+  if (fs::exists(key_file))
+    return invalid_argument("[ca] " + key_file.string() + " already exists; refusing to overwrite a CA key (pick another --ca-key)");
+  if (is_within(key_file, dir))
+    return invalid_argument("[ca] --ca-key " + key_file.string() + " lies inside " + dir.string() +
+                            ", the folder the coordinator reads; put the CA's key elsewhere (default " +
+                            default_ca_key_file(dir).string() + ")");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return io_error("[ca] cannot create " + dir.string() + ": " + ec.message());
+  const fs::path key_dir = key_file.parent_path().empty() ? fs::path(".") : key_file.parent_path();
+  if (!fs::exists(key_dir)) {
+    fs::create_directories(key_dir, ec);
+    // Only a folder made here is narrowed to its owner; an existing one is the operator's to set.
+    if (!ec) fs::permissions(key_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    if (ec) return io_error("[ca] cannot create " + key_dir.string() + " (owner-only): " + ec.message());
+  }
   MESHRL_ASSIGN_OR_RETURN(PKey ca_key, new_p256_key());
   MESHRL_ASSIGN_OR_RETURN(Cert ca_cert, make_cert(ca_key.get(), "meshrl run CA", nullptr, nullptr, Role::kCa, "", valid_days));
   MESHRL_ASSIGN_OR_RETURN(std::string ca_pem, cert_pem(ca_cert.get()));
   MESHRL_ASSIGN_OR_RETURN(std::string ca_key_pem, key_pem(ca_key.get()));
-  MESHRL_RETURN_IF_ERROR(write_private_file(ca.ca_key(), ca_key_pem));
+  MESHRL_RETURN_IF_ERROR(write_private_file(key_file, ca_key_pem));
   MESHRL_RETURN_IF_ERROR(write_file_atomic(ca.ca_cert(), ca_pem));
   for (const fs::path& list : {ca.allowed(), ca.revoked()})
     if (!fs::exists(list)) MESHRL_RETURN_IF_ERROR(write_file_atomic(list, std::string("# one node name per line\n")));
@@ -188,10 +238,11 @@ Status init_run_ca(const fs::path& dir, const std::vector<std::string>& hostname
   return write_identity(ca.coordinator(), ca_pem, cert.get(), key.get());
 }
 
-Result<fs::path> issue_node_identity(const fs::path& ca_dir, const std::string& name, const fs::path& out_dir, int valid_days) {
+Result<fs::path> issue_node_identity(const fs::path& ca_dir, const std::string& name, const fs::path& out_dir, int valid_days,
+                                     const fs::path& key_file) {
   if (name == kCoordinatorName) return invalid_argument("[ca] 'coordinator' is the coordinator's certificate name; pick another node name");
   const CaFiles ca{ca_dir};
-  MESHRL_ASSIGN_OR_RETURN(LoadedCa loaded, load_ca(ca));
+  MESHRL_ASSIGN_OR_RETURN(LoadedCa loaded, load_ca(ca, key_file.empty() ? default_ca_key_file(ca_dir) : key_file));
   MESHRL_ASSIGN_OR_RETURN(PKey key, new_p256_key());
   MESHRL_ASSIGN_OR_RETURN(Cert cert, make_cert(key.get(), name, loaded.cert.get(), loaded.key.get(), Role::kClient, "DNS:" + name, valid_days));
   const fs::path out = out_dir.empty() ? ca.node_dir(name) : out_dir;

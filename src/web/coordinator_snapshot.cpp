@@ -22,6 +22,10 @@ VersionPoint version_point(const mesh::VersionReport& r) {
   return p;
 }
 
+RunShape run_shape(const mesh::MeshSection& m, int64_t param_count) {
+  return {m.mode, m.rounds, m.lease_s, m.inner_steps, param_count};
+}
+
 RunSnapshot coordinator_snapshot(mesh::Coordinator& c, const VersionLog& log) {
   // The coordinator's lock spans commit_round and the on_version callback that appends to the log,
   // so every version up to c.version() is in the log; a round closing meanwhile adds v + 1 to the
@@ -30,7 +34,8 @@ RunSnapshot coordinator_snapshot(mesh::Coordinator& c, const VersionLog& log) {
   const std::string hash = c.hash();
   std::vector<VersionPoint> points = log.points();
   std::erase_if(points, [v](const VersionPoint& p) { return p.version > v; });
-  RunSnapshot s = ledger_snapshot(c.store().ledger(), c.config().mesh, c.param_count(), std::move(points));
+  points = thin_points(std::move(points), kVersionsLatest, kVersionsHistory);
+  RunSnapshot s = ledger_snapshot(c.store().ledger(), run_shape(c.config().mesh, c.param_count()), std::move(points));
   s.version = v;
   s.hash = hash;
   s.run_id = c.run_id();

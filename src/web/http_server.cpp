@@ -1,8 +1,11 @@
 #include "web/http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "web/embedded_assets.h"
@@ -23,6 +26,34 @@ void serve_asset(httplib::Response& res, const std::string& name) {
   res.set_content(reinterpret_cast<const char*>(a->data), a->size, a->content_type);
 }
 
+std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The name in a Host header value ("name", "name:port", "[v6]:port") or a bind address,
+// lowercased, without a trailing dot ("localhost." resolves as "localhost").
+std::string host_name(const std::string& v) {
+  std::string h = v;
+  if (!v.empty() && v[0] == '[') {
+    const size_t end = v.find(']');
+    h = end == std::string::npos ? v.substr(1) : v.substr(1, end - 1);
+  } else if (std::count(v.begin(), v.end(), ':') == 1) {
+    h = v.substr(0, v.find(':'));
+  }
+  h = lowercase(std::move(h));
+  if (!h.empty() && h.back() == '.') h.pop_back();
+  return h;
+}
+
+bool is_ip_literal(const std::string& s) {
+  unsigned char buf[16];
+  return ::inet_pton(AF_INET, s.c_str(), buf) == 1 || ::inet_pton(AF_INET6, s.c_str(), buf) == 1;
+}
+
+bool is_wildcard(const std::string& bind) { return bind.empty() || bind == "0.0.0.0" || bind == "::"; }
+bool is_loopback(const std::string& bind) { return bind == "localhost" || bind == "::1" || bind.rfind("127.", 0) == 0; }
+
 // A snapshot can fail to build (the ledger file unreadable): say so with a 500, keep serving.
 template <class F>
 void guarded(httplib::Response& res, F&& f) {
@@ -36,6 +67,19 @@ void guarded(httplib::Response& res, F&& f) {
 
 }  // namespace
 
+bool host_allowed(const HttpOptions& o, const std::string& host_header) {
+  const std::string host = host_name(host_header);
+  if (host.empty()) return false;
+  const std::string bind = host_name(o.bind);
+  if (host == bind) return true;
+  if ((is_loopback(bind) || is_wildcard(bind)) && (host == "localhost" || host == "127.0.0.1" || host == "::1")) return true;
+  // An address literal cannot be rebound to another site: the page's origin is that address.
+  if (is_wildcard(bind) && is_ip_literal(host)) return true;
+  for (const std::string& h : o.hosts)
+    if (host == host_name(h)) return true;
+  return false;
+}
+
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpOptions& o, std::function<RunSnapshot()> snapshot) {
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->server_ = std::make_unique<httplib::Server>();
@@ -47,7 +91,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpOptions& o, std:
     svr.Get("/api/state", [snapshot](const httplib::Request&, httplib::Response& res) {
       guarded(res, [&] {
         res.set_header("Cache-Control", "no-store");
-        res.set_content(state_json(snapshot()).dump(), "application/json");
+        // Ledger texts may hold any bytes a node sent: replace invalid UTF-8 rather than fail.
+        res.set_content(state_json(snapshot()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
       });
     });
     svr.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_asset(res, "index.html"); });
@@ -70,6 +115,16 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start_metrics(const HttpOptions&
 Result<std::unique_ptr<HttpServer>> HttpServer::serve(std::unique_ptr<HttpServer> s, const HttpOptions& o) {
   s->bind_ = o.bind;
   httplib::Server& svr = *s->server_;
+  svr.set_pre_routing_handler([o](const httplib::Request& req, httplib::Response& res) {
+    // No browser omits Host, so a request without one cannot come from a rebinding page.
+    if (!req.has_header("Host") || host_allowed(o, req.get_header_value("Host"))) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 403;
+    const std::string host = host_name(req.get_header_value("Host")).substr(0, 100);
+    res.set_content("[http] Host '" + host + "' does not name this server (" + o.bind +
+                        "); if it is this machine's name, start with --http-host " + host + "\n",
+                    "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   // httplib's default also sets SO_REUSEPORT, which would let a second process share the port
   // silently (two coordinators' dashboards answering at random); keep only SO_REUSEADDR.
   svr.set_socket_options([](socket_t sock) {

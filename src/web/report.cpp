@@ -5,6 +5,7 @@
 #include "core/file_io.h"
 #include "mesh/mesh_config.h"
 #include "store/ledger.h"
+#include "web/coordinator_snapshot.h"
 #include "web/embedded_assets.h"
 #include "web/ledger_snapshot.h"
 #include "web/report_charts.h"
@@ -52,7 +53,8 @@ Result<ReportFiles> write_report(const fs::path& run_dir, fs::path out) {
                                                                                (coord / "manifest.json").string()));
   MESHRL_ASSIGN_OR_RETURN(store::Ledger ledger, store::Ledger::open(coord / "ledger.sqlite"));
   const VersionLog log(coord / "metrics.jsonl");
-  RunSnapshot s = ledger_snapshot(ledger, cfg.mesh, manifest.value("param_count", int64_t{0}), log.points());
+  // Every version: the report is written once, and its charts show the whole run.
+  RunSnapshot s = ledger_snapshot(ledger, run_shape(cfg.mesh, manifest.value("param_count", int64_t{0})), log.points());
   s.run_id = manifest.value("run_id", "");
 
   nlohmann::json summary;
@@ -73,7 +75,7 @@ Result<ReportFiles> write_report(const fs::path& run_dir, fs::path out) {
   MESHRL_RETURN_IF_ERROR(fill(html, "/*@DASHBOARD_CSS@*/", std::string(find_asset("dashboard.css")->text())));
   MESHRL_RETURN_IF_ERROR(fill(html, "/*@UPLOT_JS@*/", script_safe(std::string(find_asset("uPlot.iife.min.js")->text()))));
   MESHRL_RETURN_IF_ERROR(fill(html, "/*@CHARTS_JS@*/", script_safe(std::string(find_asset("charts.js")->text()))));
-  MESHRL_RETURN_IF_ERROR(fill(html, "/*@REPORT_JSON@*/null", script_safe(report.dump())));
+  MESHRL_RETURN_IF_ERROR(fill(html, "/*@REPORT_JSON@*/null", script_safe(report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))));
   if (out.empty()) out = run_dir / "report.html";
   MESHRL_RETURN_IF_ERROR(write_file_atomic(out, html));
   ReportFiles files{out, {}};

@@ -96,4 +96,41 @@ std::vector<VersionPoint> VersionLog::points() const {
   return points_;
 }
 
+namespace {
+
+// The smallest power of two that leaves at most `history` of n items (1 when n fits).
+size_t stride_for(size_t n, size_t history) {
+  size_t stride = 1;
+  while (history > 0 && (n + stride - 1) / stride > history) stride *= 2;
+  return stride;
+}
+
+}  // namespace
+
+std::vector<VersionPoint> thin_points(std::vector<VersionPoint> points, size_t latest, size_t history) {
+  const size_t n = points.size();
+  if (n <= latest + history) return points;
+  const size_t earlier = n - latest;
+  std::vector<bool> keep(n, false);
+  for (size_t i = earlier; i < n; ++i) keep[i] = true;
+  if (history > 0) {
+    const size_t stride = stride_for(earlier, history);
+    for (size_t i = 0; i < earlier; i += stride) keep[i] = true;
+    std::vector<size_t> evals;
+    for (size_t i = 0; i < earlier; ++i)
+      if (points[i].pass_at_1) evals.push_back(i);
+    const size_t eval_stride = stride_for(evals.size(), history);
+    for (size_t k = 0; k < evals.size(); k += eval_stride) keep[evals[k]] = true;
+  }
+  for (size_t i = n; i-- > 0;)
+    if (points[i].pass_at_1) {
+      keep[i] = true;
+      break;
+    }
+  std::vector<VersionPoint> out;
+  for (size_t i = 0; i < n; ++i)
+    if (keep[i]) out.push_back(std::move(points[i]));
+  return out;
+}
+
 }  // namespace meshrl::web

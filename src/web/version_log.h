@@ -38,4 +38,15 @@ class VersionLog {
   std::vector<VersionPoint> points_;
 };
 
+// At most latest + 2 x history + 1 of `points` (ascending by version), so that the dashboard's
+// curves keep their size whatever the run's length: the last `latest`, every stride-th earlier
+// point and every stride-th earlier evaluation (power-of-two strides, the smallest that fit in
+// `history`, so the points kept stay the same from one poll to the next), and the latest
+// evaluation (what /metrics reports as pass@1).
+std::vector<VersionPoint> thin_points(std::vector<VersionPoint> points, size_t latest, size_t history);
+
+// What the live dashboard keeps (coordinator_snapshot.h): at most 401 points, about 120 KiB of JSON.
+inline constexpr size_t kVersionsLatest = 200;
+inline constexpr size_t kVersionsHistory = 100;
+
 }  // namespace meshrl::web

@@ -336,6 +336,8 @@ def mutual_tls(meshrl):
         return r.returncode, r.stdout + r.stderr
 
     assert cli("ca", "init", ca)[0] == 0
+    # The coordinator reads ca/; the key that admits nodes lives beside it (ca-key/), never inside.
+    assert not os.path.exists(os.path.join(ca, "ca.key")) and os.path.exists(os.path.join(m.dir, "ca-key", "ca.key"))
     for n in ["paris", "zurich", "dublin"]:
         assert cli("ca", "issue", n, "--ca", ca)[0] == 0
     assert cli("ca", "revoke", "dublin", "--ca", ca)[0] == 0

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/check.h"
 #include "rl/advantages.h"
@@ -94,4 +95,45 @@ TEST(Advantages, RejectsBrokenInput) {
   expect_msg([] { group_advantages(torch::zeros({4}), 0, {}); }, "group_size must be >= 1");
   expect_msg([] { group_advantages(torch::tensor({1.f, NAN}), 2, {}); }, "NaN or inf");
   expect_msg([] { groups_with_signal(torch::zeros({4}, torch::kInt64), 2); }, "floating point");
+}
+
+TEST(Advantages, UnscoredRowsAreLeftOutOfTheGroupStatistics) {
+  // Group 0: {1, 0, (failed), 1} -> scored {1, 0, 1}: mean 2/3, deviations {1/3, -2/3, 1/3},
+  // sample std sqrt((1/9 + 4/9 + 1/9) / 2) = sqrt(1/3) -> {0.57735, -1.1547, 0, 0.57735}.
+  // Group 1: {(failed), 3, 1, (failed)} -> scored {3, 1}: mean 2, deviations +-1, std sqrt(2).
+  // The failed rows' reward values (here NaN and 100) must not matter.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto r = torch::tensor({1.f, 0.f, nan, 1.f, 100.f, 3.f, 1.f, 100.f});
+  auto scored = torch::tensor({true, true, false, true, false, true, true, false});
+  auto a = group_advantages(r, 4, AdvantageConfig{}, scored);
+  const float x = static_cast<float>((1.0 / 3.0) / (std::sqrt(1.0 / 3.0) + 1e-6));
+  const float y = static_cast<float>(1.0 / (std::sqrt(2.0) + 1e-6));
+  EXPECT_TRUE(torch::allclose(a, torch::tensor({x, -2 * x, 0.f, x, 0.f, y, -y, 0.f}), 1e-6, 1e-6)) << a;
+  EXPECT_NEAR(a[0].item<float>(), 0.57735f, 1e-5);
+
+  AdvantageConfig dr;
+  dr.normalize_std = false;
+  a = group_advantages(r, 4, dr, scored);
+  EXPECT_TRUE(torch::allclose(a, torch::tensor({1.f / 3, -2.f / 3, 0.f, 1.f / 3, 0.f, 1.f, -1.f, 0.f}), 1e-6, 1e-6)) << a;
+  EXPECT_TRUE(torch::equal(groups_with_signal(r, 4, scored), torch::tensor({true, true})));
+}
+
+TEST(Advantages, AGroupWithFewerThanTwoScoredRowsHasNoSignal) {
+  // Group 0: one scored row; group 1: none; group 2: two scored rows, equal (the failed one
+  // differs, but it does not count).
+  auto r = torch::tensor({1.f, 0.f, 0.f, 1.f, 0.5f, 0.5f, 2.f, 2.f, 7.f});  // G = 3
+  auto scored = torch::tensor({true, false, false, false, false, false, true, true, false});
+  for (bool norm : {true, false}) {
+    AdvantageConfig c;
+    c.normalize_std = norm;
+    auto a = group_advantages(r, 3, c, scored);
+    EXPECT_TRUE(torch::equal(a, torch::zeros({9}))) << a;
+  }
+  EXPECT_TRUE(torch::equal(groups_with_signal(r, 3, scored), torch::tensor({false, false, false})));
+}
+
+TEST(Advantages, AllScoredIsTheSameAsNoMask) {
+  auto r = torch::tensor({1.f, 0.f, 0.f, 1.f, 0.2f, 0.7f, 0.7f, 0.1f});
+  auto all = torch::ones({8}, torch::kBool);
+  EXPECT_TRUE(torch::allclose(group_advantages(r, 4, AdvantageConfig{}, all), group_advantages(r, 4, AdvantageConfig{}), 0, 1e-7));
 }

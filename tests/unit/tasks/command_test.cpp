@@ -1,5 +1,6 @@
 // External-command verifier and the subprocess runner under it: normal answers, timeout, crash,
-// garbage and huge output, never a hang and never a zombie. The verifiers are tiny sh/python3
+// garbage and huge output (each a failed Score of its kind, not an error), never a hang and never
+// a zombie. The verifiers are tiny sh/python3
 // scripts written into a scratch directory.
 //   build-tasks/tests/test_tasks --gtest_filter='Command*:Subprocess*'
 #include <gtest/gtest.h>
@@ -104,41 +105,48 @@ TEST_F(CommandTest, TimeoutKillsTheWholeGroupQuickly) {
   const auto start = std::chrono::steady_clock::now();
   auto s = t->score(p_, "4\n");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.status().message().find("did not finish within 300 ms"), std::string::npos) << s.status().message();
-  EXPECT_NE(s.status().message().find("p.jsonl:1"), std::string::npos);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ(s->failure, VerifierFailure::kTimeout);
+  EXPECT_EQ(s->reward, 0.0);
+  EXPECT_FALSE(s->correct);
+  EXPECT_NE(s->detail.find("did not finish within 300 ms"), std::string::npos) << s->detail;
+  EXPECT_NE(s->detail.find("p.jsonl:1"), std::string::npos);
   EXPECT_LT(seconds, 5.0);  // generous bound on a loaded machine; the script alone would take 10 s
 }
 
-TEST_F(CommandTest, CrashIsAnErrorWithItsExitCodeAndStderr) {
+TEST_F(CommandTest, CrashIsAFailureWithItsExitCodeAndStderr) {
   auto t = with_script("echo 'verifier broke' >&2\nexit 3");
   auto s = t->score(p_, "4\n");
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.status().message().find("exited with code 3"), std::string::npos) << s.status().message();
-  EXPECT_NE(s.status().message().find("verifier broke"), std::string::npos);
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ(s->failure, VerifierFailure::kCrash);
+  EXPECT_NE(s->detail.find("exited with code 3"), std::string::npos) << s->detail;
+  EXPECT_NE(s->detail.find("verifier broke"), std::string::npos);
 
   auto k = with_script("echo 1\nkill -9 $$");
   s = k->score(p_, "4\n");
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.status().message().find("killed by signal 9"), std::string::npos) << s.status().message();
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ(s->failure, VerifierFailure::kCrash);
+  EXPECT_NE(s->detail.find("killed by signal 9"), std::string::npos) << s->detail;
 }
 
-TEST_F(CommandTest, GarbageOutputIsAnError) {
+TEST_F(CommandTest, GarbageOutputIsAFailure) {
   for (const std::string out : {"echo hello", "echo '{\"score\": 1}'", "echo '{\"reward\": \"high\"}'", "true", "echo '[1]'",
                                 "echo '1 2'"}) {
     auto t = with_script("cat >/dev/null\n" + out);
     auto s = t->score(p_, "4\n");
-    ASSERT_FALSE(s.is_ok()) << out;
-    EXPECT_EQ(s.status().code(), StatusCode::kDataLoss) << out;
-    EXPECT_NE(s.status().message().find("expected a number or {\"reward\": x}"), std::string::npos) << s.status().message();
+    ASSERT_TRUE(s.is_ok()) << out << ": " << s.status().message();
+    EXPECT_EQ(s->failure, VerifierFailure::kGarbage) << out;
+    EXPECT_EQ(s->reward, 0.0);
+    EXPECT_NE(s->detail.find("expected a number or {\"reward\": x}"), std::string::npos) << s->detail;
   }
 }
 
-TEST_F(CommandTest, HugeOutputIsCutOffAndTheProgramKilled) {
+TEST_F(CommandTest, HugeOutputIsCutOffTheProgramKilledAndCountedAsGarbage) {
   auto t = with_script("yes", 5000, 1000);  // would never stop by itself
   auto s = t->score(p_, "4\n");
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.status().message().find("more than 1000 bytes"), std::string::npos) << s.status().message();
+  ASSERT_TRUE(s.is_ok()) << s.status().message();
+  EXPECT_EQ(s->failure, VerifierFailure::kGarbage);
+  EXPECT_NE(s->detail.find("more than 1000 bytes"), std::string::npos) << s->detail;
 }
 
 TEST_F(CommandTest, IgnoringStdinDoesNotKillUsWithSigpipe) {
@@ -151,8 +159,9 @@ TEST_F(CommandTest, IgnoringStdinDoesNotKillUsWithSigpipe) {
 TEST_F(CommandTest, MissingProgramIsAnError) {
   auto t = with_argv({(dir_.path() / "no_such_verifier").string()});
   auto s = t->score(p_, "4\n");
-  ASSERT_FALSE(s.is_ok());
+  ASSERT_FALSE(s.is_ok());  // no completion can cause this: an error at once, not a failed sample
   EXPECT_NE(s.status().message().find("cannot start"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("command.argv"), std::string::npos) << s.status().message();
 }
 
 TEST_F(CommandTest, PromptsComeFromTheFileWithOptionalAnswers) {
@@ -188,6 +197,22 @@ TEST(Subprocess, ReturnsOutputAndExitCode) {
   EXPECT_EQ(r->out, "done\n");
   EXPECT_EQ(r->err.size(), 10u);  // stderr is capped, and draining it kept the child going
   EXPECT_TRUE(r->ok());
+}
+
+TEST(Subprocess, TimeoutAndOversizedOutputAreResultsNotErrors) {
+  SubprocessOptions o;
+  o.timeout_ms = 200;
+  auto r = run_subprocess({"/bin/sh", "-c", "sleep 10"}, "", o);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_FALSE(r->ok());
+  o.timeout_ms = 5000;
+  o.max_output_bytes = 100;
+  r = run_subprocess({"/bin/sh", "-c", "yes"}, "", o);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->output_over);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_FALSE(r->ok());
 }
 
 }  // namespace

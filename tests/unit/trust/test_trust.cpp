@@ -29,11 +29,14 @@ bool owner_only(const fs::path& f) {
 
 TEST(RunCa, InitIssueRevokeWriteTheFilesAndLists) {
   const fs::path d = fresh_dir("ca");
+  const fs::path key = default_ca_key_file(d);
+  fs::remove_all(key.parent_path());
   ASSERT_TRUE(init_run_ca(d, {"coord.example.org", "10.1.2.3"}).is_ok());
   const CaFiles ca{d};
-  for (const fs::path& f : {ca.ca_cert(), ca.ca_key(), ca.allowed(), ca.revoked(), ca.coordinator().cert, ca.coordinator().key})
+  for (const fs::path& f : {ca.ca_cert(), key, ca.allowed(), ca.revoked(), ca.coordinator().cert, ca.coordinator().key})
     EXPECT_TRUE(fs::exists(f)) << f;
-  EXPECT_TRUE(owner_only(ca.ca_key()));
+  EXPECT_TRUE(owner_only(key));
+  EXPECT_TRUE(owner_only(key.parent_path()));
   EXPECT_TRUE(owner_only(ca.coordinator().key));
   EXPECT_NE(read_file(ca.ca_cert()).value().find("BEGIN CERTIFICATE"), std::string::npos);
   // A second init would orphan every certificate: refused.
@@ -59,6 +62,55 @@ TEST(RunCa, InitIssueRevokeWriteTheFilesAndLists) {
   const std::string allowed = read_file(ca.allowed()).value();
   EXPECT_EQ(allowed.find("paris"), allowed.rfind("paris"));
   fs::remove_all(d);
+  fs::remove_all(key.parent_path());
+}
+
+bool holds_a_private_key(const fs::path& dir) {
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && read_file(e.path()).value().find("PRIVATE KEY") != std::string::npos &&
+        e.path().parent_path() != dir / "coordinator")
+      return true;
+  return false;
+}
+
+// The coordinator reads CA_DIR: whoever takes its host must not get the key that admits nodes.
+TEST(RunCa, TheSigningKeyStaysOutOfTheCoordinatorsFolder) {
+  const fs::path root = fresh_dir("keyout");
+  const fs::path d = root / "ca";
+  const fs::path key = root / "offline" / "run.key";
+  ASSERT_TRUE(init_run_ca(d, {}, 825, key).is_ok());
+  EXPECT_TRUE(fs::exists(key));
+  EXPECT_TRUE(owner_only(key));
+  EXPECT_FALSE(fs::exists(CaFiles{d}.key_in_dir()));
+  EXPECT_FALSE(holds_a_private_key(d));  // only the coordinator's own key.pem, under coordinator/
+  EXPECT_FALSE(fs::exists(default_ca_key_file(d)));
+
+  // issue needs the key's path; without it (nothing at the default place) it says where to look.
+  auto missing = issue_node_identity(d, "paris", {});
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("--ca-key"), std::string::npos) << missing.status().message();
+  auto out = issue_node_identity(d, "paris", {}, 825, key);
+  ASSERT_TRUE(out.is_ok()) << out.status().message();
+  EXPECT_EQ(read_file(IdentityFiles::in(out.value()).ca_cert).value(), read_file(CaFiles{d}.ca_cert()).value());
+
+  // A key inside the folder, asked for or found there (as meshrl once wrote it), is refused.
+  EXPECT_FALSE(init_run_ca(root / "ca2", {}, 825, root / "ca2" / "ca.key").is_ok());
+  EXPECT_FALSE(fs::exists(root / "ca2" / "ca.key"));
+  EXPECT_FALSE(init_run_ca(root / "ca3", {}, 825, key).is_ok());  // that key file already exists
+  fs::rename(key, CaFiles{d}.key_in_dir());
+  auto inside = issue_node_identity(d, "zurich", {}, 825, CaFiles{d}.key_in_dir());
+  ASSERT_FALSE(inside.is_ok());
+  EXPECT_NE(inside.status().message().find("move it out"), std::string::npos) << inside.status().message();
+  EXPECT_FALSE(issue_node_identity(d, "zurich", {}).is_ok());
+  fs::remove_all(root);
+}
+
+TEST(RunCa, DefaultKeyFileIsASiblingFolder) {
+  EXPECT_EQ(default_ca_key_file("runs/ca"), fs::path("runs/ca-key/ca.key"));
+  EXPECT_EQ(default_ca_key_file("runs/ca/"), fs::path("runs/ca-key/ca.key"));
+  EXPECT_EQ(default_ca_key_file("ca"), fs::path("ca-key/ca.key"));
+  const fs::path here = fs::current_path();
+  EXPECT_EQ(default_ca_key_file("."), here.parent_path() / (here.filename().string() + "-key") / "ca.key");
 }
 
 TEST(NameList, CommentsBlanksAndAMissingFile) {

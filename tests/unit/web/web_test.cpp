@@ -1,9 +1,12 @@
 // src/web without a mesh: the Prometheus text of a snapshot written out by hand, metrics.jsonl
-// merging, and the HTTP server answering on loopback.
+// merging, and the HTTP server answering on loopback (and only to its own Host names).
 //   ctest --test-dir build -R web
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -123,6 +126,95 @@ TEST(HttpServer, ServesMetricsStateAndAssetsOnLoopback) {
   EXPECT_EQ(missing->status, 404);
   EXPECT_EQ(calls, 2);
   server->stop();
+}
+
+// One request written by hand, so that the Host header (or its absence) is exactly as given.
+// Returns the status code, 0 when nothing came back.
+int raw_get(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  (void)!::write(fd, request.data(), request.size());
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  int status = 0;
+  std::sscanf(reply.c_str(), "HTTP/1.%*d %d", &status);
+  return status;
+}
+
+std::string get_with_host(const std::string& host) {
+  return "GET /api/state HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n";
+}
+
+// A page on evil.example whose name an attacker points at 127.0.0.1 (DNS rebinding) sends
+// Host: evil.example; the dashboard must not answer it.
+TEST(HttpServer, RefusesAHostHeaderThatIsNotItsAddress) {
+  HttpOptions o;
+  o.hosts = {"coord.example.org"};
+  auto server = HttpServer::start(o, [] { return two_round_snapshot(); }).value();
+  const int port = server->port();
+  const std::string p = ":" + std::to_string(port);
+  EXPECT_EQ(raw_get(port, get_with_host("evil.example" + p)), 403);
+  EXPECT_EQ(raw_get(port, get_with_host("evil.example")), 403);
+  EXPECT_EQ(raw_get(port, get_with_host("127.0.0.1.evil.example" + p)), 403);
+  EXPECT_EQ(raw_get(port, get_with_host("127.0.0.1" + p)), 200);
+  EXPECT_EQ(raw_get(port, get_with_host("localhost" + p)), 200);
+  EXPECT_EQ(raw_get(port, get_with_host("LocalHost." + p)), 200);
+  EXPECT_EQ(raw_get(port, get_with_host("[::1]" + p)), 200);
+  EXPECT_EQ(raw_get(port, get_with_host("localhost:9000")), 200);  // an ssh -L tunnel's port
+  EXPECT_EQ(raw_get(port, get_with_host("coord.example.org")), 200);  // named by the operator
+  EXPECT_EQ(raw_get(port, "GET /metrics HTTP/1.0\r\n\r\n"), 200);  // no Host: not from a browser
+  EXPECT_EQ(raw_get(port, "GET /metrics HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"), 403);
+  httplib::Client c("127.0.0.1", port);
+  auto refused = c.Get("/", {{"Host", "evil.example"}});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_NE(refused->body.find("--http-host evil.example"), std::string::npos) << refused->body;
+}
+
+TEST(HttpServer, HostAllowedByBindAddress) {
+  HttpOptions loop;  // 127.0.0.1
+  EXPECT_TRUE(host_allowed(loop, "127.0.0.1:8080"));
+  EXPECT_FALSE(host_allowed(loop, "10.1.2.3:8080"));
+  EXPECT_FALSE(host_allowed(loop, "attacker.example:8080"));
+  HttpOptions any;
+  any.bind = "0.0.0.0";
+  EXPECT_TRUE(host_allowed(any, "10.1.2.3:8080"));  // an address literal cannot be rebound
+  EXPECT_TRUE(host_allowed(any, "[fe80::1]:8080"));
+  EXPECT_TRUE(host_allowed(any, "localhost"));
+  EXPECT_FALSE(host_allowed(any, "attacker.example"));
+  any.hosts = {"Gpu-Box.lan"};
+  EXPECT_TRUE(host_allowed(any, "gpu-box.lan:8080"));
+  HttpOptions lan;
+  lan.bind = "10.0.0.5";
+  EXPECT_TRUE(host_allowed(lan, "10.0.0.5:8080"));
+  EXPECT_FALSE(host_allowed(lan, "127.0.0.1:8080"));
+  EXPECT_FALSE(host_allowed(lan, "localhost:8080"));
+  HttpOptions v6;
+  v6.bind = "::1";
+  EXPECT_TRUE(host_allowed(v6, "[::1]:8080"));
+}
+
+// Ledger texts hold whatever bytes a node sent; invalid UTF-8 must not turn /api/state into a 500.
+TEST(HttpServer, StateWithInvalidUtf8StillServes) {
+  auto server = HttpServer::start({}, [] {
+                  RunSnapshot s = two_round_snapshot();
+                  s.events.push_back({1.0, "paris", "join", "device \xff\xfe gpu"});
+                  return s;
+                }).value();
+  httplib::Client c("127.0.0.1", server->port());
+  auto r = c.Get("/api/state");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(r->body)["events"][0]["event"], "join");
 }
 
 TEST(HttpServer, RefusesATakenPort) {
