@@ -159,7 +159,7 @@ void add_node_command(CLI::App& app) {
   cmd->add_option("--max-backoff", a->max_backoff_s, "longest wait between reconnect tries, seconds (from 0.2, doubling)")
       ->check(CLI::Range(0.2, 3600.0));
   // Not in --help: makes this node lie (tests of reward audits and robust aggregation).
-  cmd->add_option("--test-misbehave", a->test_misbehave, "inflate_rewards | sign_flip_x10")->group("");
+  cmd->add_option("--test-misbehave", a->test_misbehave, "inflate_rewards | sign_flip_x10 | sign_flip_x10_repeat")->group("");
   cmd->add_option("--http", a->http_port, "serve this node's Prometheus counters at /metrics on this port (0 = any free port)");
   cmd->add_option("--http-bind", a->http_bind, "address for --http (default 127.0.0.1; no authentication)");
   cmd->add_option("--http-host", a->http_hosts, "a name /metrics is scraped by besides its address (repeatable; other Host headers get 403)");

@@ -247,8 +247,9 @@ class NodeRunner {
     g.seed = XXH3_64bits_withSeed(o_.name.data(), o_.name.size(), g.seed ^ cfg_.mesh.seed);
     trainer_ = std::make_unique<rl::GrpoTrainer>(std::move(policy), task, g, cfg_.run.eval);
     const std::string& bad = o_.test_misbehave;
-    if (!bad.empty() && bad != "inflate_rewards" && bad != "sign_flip_x10")
-      return invalid_argument("[node " + o_.name + "] --test-misbehave must be inflate_rewards or sign_flip_x10, got '" + bad + "'");
+    if (!bad.empty() && bad != "inflate_rewards" && bad != "sign_flip_x10" && bad != "sign_flip_x10_repeat")
+      return invalid_argument("[node " + o_.name + "] --test-misbehave must be inflate_rewards, sign_flip_x10 or sign_flip_x10_repeat, got '" +
+                              bad + "'");
     if (!bad.empty()) log("TEST MISBEHAVIOUR: " + bad);
     // Every scored rollout goes into the book the next update commits to (reward audits); the
     // prompt id is the whole task's seed, which the coordinator can regenerate.
@@ -464,7 +465,7 @@ class NodeRunner {
   Result<Outgoing> cut_update(int64_t samples, double reward) {
     NamedTensors local = clone_named_tensors(params_);
     MESHRL_ASSIGN_OR_RETURN(NamedTensors delta, subtract_named_tensors(cut_, local));
-    if (o_.test_misbehave == "sign_flip_x10")
+    if (o_.test_misbehave.rfind("sign_flip_x10", 0) == 0)
       for (auto& t : delta.tensors) t = t * -10.0;  // the attack the robust aggregators must absorb
     NamedTensors comp = ef_.compensate(delta);
     // seq: microseconds since the epoch, so a restarted node never reuses an earlier key.
@@ -505,15 +506,34 @@ class NodeRunner {
     return out;
   }
 
+  // Test-only (sign_flip_x10_repeat): `copies` more submissions of the same payload, each under
+  // a new seq and with n_samples x `inflate`, properly re-signed; what the coordinator answers is
+  // only logged. The attack one vote per round and the bounded claims must absorb.
+  void send_attack_copies(const v1::UpdateHeader& real, const std::string& bytes, int64_t inflate, int copies) {
+    for (int k = 1; k <= copies; ++k) {
+      v1::UpdateHeader h = real;
+      h.set_seq(real.seq() + (inflate > 1 ? -k : k));
+      h.set_n_samples(real.n_samples() * inflate);
+      h.set_session(session_);
+      sign_update(h, run_id_, bytes, key_);
+      auto r = c_.submit(h, bytes);
+      log("attack copy " + std::to_string(k) + " (n_samples " + std::to_string(h.n_samples()) + "): " +
+          (r.is_ok() ? (r.value().accepted() ? std::string("accepted") : r.value().code()) : r.status().message()));
+    }
+  }
+
   // Submits until the coordinator answers (retries keep the key, so it applies the update once).
   Status send(Outgoing out) {
     v1::UpdateHeader& h = out.header;
+    if (o_.test_misbehave == "sign_flip_x10_repeat") send_attack_copies(h, out.bytes, 1'000'000'000, 1);
     MESHRL_ASSIGN_OR_RETURN(v1::SubmitReply r, with_retry("submit", [&]() -> Result<v1::SubmitReply> {
       h.set_session(session_);
       auto x = c_.submit(h, out.bytes);
       if (x.is_ok() && !x.value().accepted() && is_not_joined(x.value().reason())) return invalid_argument(x.value().reason());
       return x;
     }));
+    if (o_.test_misbehave == "sign_flip_x10_repeat") send_attack_copies(h, out.bytes, 1, 4);
+    if (r.accepted()) last_accepted_base_ = std::max(last_accepted_base_.load(), h.base_version());
     {
       std::lock_guard<std::mutex> lk(prog_mu_);
       ++rep_.updates_sent;
@@ -720,13 +740,24 @@ class NodeRunner {
         }
         continue;
       }
-      const double t = now_s();
-      MESHRL_ASSIGN_OR_RETURN(rl::StepMetrics m, trainer_->step());
-      record_step(m, now_s() - t);
-      samples += m.samples;
-      reward += m.reward_mean;
-      if (++steps < cfg_.mesh.inner_steps) continue;
+      if (steps < cfg_.mesh.inner_steps) {
+        const double t = now_s();
+        MESHRL_ASSIGN_OR_RETURN(rl::StepMetrics m, trainer_->step());
+        record_step(m, now_s() - t);
+        samples += m.samples;
+        reward += m.reward_mean;
+        if (++steps < cfg_.mesh.inner_steps) continue;
+      }
       MESHRL_RETURN_IF_ERROR(finish_upload());  // one update in flight at a time
+      // The coordinator takes one update per node per base version: when the last accepted one
+      // sits on the version held now (the next has not arrived yet), wait for it instead of
+      // cutting an update that would be refused.
+      if (held_ <= last_accepted_base_.load()) {
+        const double t = now_s();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        add_idle(now_s() - t);
+        continue;
+      }
       MESHRL_ASSIGN_OR_RETURN(Outgoing out, cut_update(samples, reward / static_cast<double>(steps)));
       upload = std::async(std::launch::async, [this, o = std::move(out)]() mutable { return send(std::move(o)); });
       samples = steps = 0;
@@ -820,6 +851,7 @@ class NodeRunner {
   ScoredRolloutBook book_;  // the rollouts each update commits to (reward audits)
   bool overlap_ = false;
   int64_t held_ = -1;
+  std::atomic<int64_t> last_accepted_base_{-1};  // base version of the last update the coordinator accepted
   std::string held_hash_;
 
   std::mutex mu_;                 // the announcement, and the condition the loops sleep on

@@ -62,7 +62,8 @@ struct NodeOptions {
   // Test-only misbehaviour (the hidden `meshrl node --test-misbehave`), so the tests can show the
   // coordinator's defences bite: "" (honest), "inflate_rewards" (claims verifier reward + 1 for
   // every rollout: reward audits), "sign_flip_x10" (sends -10 x its real pseudo-gradient, properly
-  // signed: robust aggregation).
+  // signed: robust aggregation), "sign_flip_x10_repeat" (the same, first claiming 10^9 times its
+  // samples, then repeated four times under new seqs: bounded claims and one vote per round).
   std::string test_misbehave;
   std::shared_ptr<NodeMetrics> metrics;  // counters for /metrics (`meshrl node --http`); null = not kept
 };

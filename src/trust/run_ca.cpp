@@ -162,7 +162,7 @@ bool is_within(const fs::path& inner, const fs::path& outer) {
 std::string move_key_hint(const CaFiles& ca, const fs::path& key_file) {
   return ca.key_in_dir().string() + " is the CA's private key in the folder the coordinator reads; move it out (`mkdir -m 700 " +
          key_file.parent_path().string() + " && mv " + ca.key_in_dir().string() + " " + key_file.string() +
-         "`), keep it offline, and pass --ca-key FILE to `meshrl ca issue`";
+         "`) and keep it offline; `meshrl ca issue` takes --ca-key FILE when it is elsewhere";
 }
 
 Result<LoadedCa> load_ca(const CaFiles& ca, const fs::path& key_file) {

@@ -15,13 +15,17 @@ Cases:
                  mean. Final greedy held-out pass@1 (coordinator --eval): robust within 3 points
                  of clean, plain mean at least MEAN_DROP below clean. 1-digit addition holds out
                  only 10 problems, so pass@1 moves in 10-point steps: "within 3 points" means
-                 the same problems solved. About 2 min on two loaded cores (3 runs of 35-50 s).
+                 the same problems solved. A fourth run: trimmed_mean against an attacker that
+                 also inflates its samples and repeats itself (its copies refused: claim,
+                 one_vote). About 3 min on two loaded cores (4 runs of 35-50 s).
   byzantine_full the same with every robust aggregator (trimmed_mean, median, centered_clip) and
                  more rounds; prints the table for BENCHMARKS.md. Not in ctest (several minutes):
     python3 tests/integration/test_honesty.py --meshrl build-honest/meshrl --case byzantine_full
                  At another scale (by hand): MESHRL_TEST_CONFIG (a run file, mesh_harness.py),
                  MESHRL_TEST_ROUNDS, MESHRL_TEST_INNER_STEPS, MESHRL_TEST_PROMPTS_PER_NODE
-                 (defaults 10, 2, 2) and MESHRL_TEST_RULES (comma-separated robust rules).
+                 (defaults 10, 2, 2), MESHRL_TEST_RULES (comma-separated robust rules) and
+                 MESHRL_TEST_ATTACK (sign_flip_x10, or sign_flip_x10_repeat: the attacker also
+                 claims 10^9 x its samples and repeats each update four times).
 MESHRL_KEEP_TEST_DIRS=1 keeps each case's logs and run directory.
 """
 import json
@@ -77,17 +81,19 @@ def liar_excluded(meshrl):
 
 
 # One byzantine run: 8 nodes on shards of the task, node7 optionally attacking.
-def byzantine_run(meshrl, label, aggregator, attack, rounds, inner_steps):
+def byzantine_run(meshrl, label, aggregator, attack, rounds, inner_steps, ledger_check=None):
     names = [f"node{i}" for i in range(8)]
     m = Mesh(meshrl, f"byz-{label}", [f"--mesh.rounds={rounds}", f"--mesh.inner_steps={inner_steps}", f"--mesh.aggregator={aggregator}",
                                       "--mesh.lease_s=60", "--mesh.heartbeat_s=2", "--mesh.round_deadline_s=120",
                                       f"--grpo.prompts_per_step={os.environ.get('MESHRL_TEST_PROMPTS_PER_NODE', '2')}"])
     m.start_coordinator(extra=["--eval"])
     for i, n in enumerate(names):
-        m.start_node(n, shard=f"{i}/8", extra=["--test-misbehave=sign_flip_x10"] if attack and n == "node7" else [])
+        m.start_node(n, shard=f"{i}/8", extra=[f"--test-misbehave={attack}"] if attack and n == "node7" else [])
     for n in names:
         m.wait_exit(n, 400)
     m.wait_exit("coordinator", 120)
+    if ledger_check:
+        ledger_check(m)
     with open(os.path.join(m.run_dir, "summary.json")) as f:
         s = json.load(f)
     assert s["rounds"] == rounds, s
@@ -105,12 +111,12 @@ def byzantine_run(meshrl, label, aggregator, attack, rounds, inner_steps):
 MEAN_DROP = 0.10
 
 
-def byzantine_compare(meshrl, robust_rules, rounds, inner_steps):
-    clean = byzantine_run(meshrl, "clean", "mean", False, rounds, inner_steps)
+def byzantine_compare(meshrl, robust_rules, rounds, inner_steps, attack="sign_flip_x10"):
+    clean = byzantine_run(meshrl, "clean", "mean", None, rounds, inner_steps)
     results = {"clean": clean}
     for rule in robust_rules:
-        results[rule] = byzantine_run(meshrl, rule, rule, True, rounds, inner_steps)
-    results["mean_attacked"] = byzantine_run(meshrl, "mean", "mean", True, rounds, inner_steps)
+        results[rule] = byzantine_run(meshrl, rule, rule, attack, rounds, inner_steps)
+    results["mean_attacked"] = byzantine_run(meshrl, "mean", "mean", attack, rounds, inner_steps)
     print("run            pass@1 before  after   seconds")
     for k, s in results.items():
         print(f"{k:14s} {s['pass_at_1_before']:.3f}          {s['pass_at_1_after']:.3f}   {s['seconds']:.0f}")
@@ -128,12 +134,27 @@ def byzantine(meshrl):
     assert robust >= c - MEAN_DROP - 0.03, f"trimmed_mean under attack: pass@1 {robust:.3f}, clean {c:.3f}"
     assert mean <= c - MEAN_DROP, f"the plain mean under attack did not degrade: {mean:.3f} vs clean {c:.3f}"
     assert mean <= robust - MEAN_DROP, f"trimmed_mean {robust:.3f} did not beat the plain mean {mean:.3f} under attack"
+    # The same attacker also claims 10^9 times its samples and repeats each update four times:
+    # the claim is refused, one copy a round counts, and trimmed_mean still holds.
+    rep = byzantine_run(meshrl, "trimmed_mean_repeat", "trimmed_mean", "sign_flip_x10_repeat", 6, 2, ledger_check=attacker_refused)
+    assert rep["pass_at_1_after"] >= c - MEAN_DROP - 0.03, f"trimmed_mean under a repeating attacker: {rep['pass_at_1_after']:.3f}, clean {c:.3f}"
+
+
+# The repeating attacker's extra copies are refused with their codes; at most one update of node7
+# per version is applied.
+def attacker_refused(m):
+    codes = [r[0].split(":")[0] for r in m.query("select reason from updates where node = 'node7' and state = 2")]
+    assert codes.count("claim") >= 1, codes
+    assert codes.count("one_vote") >= 4, codes
+    per_version = m.query("select applied_version, count(*) from updates where node = 'node7' and state = 1 group by applied_version")
+    assert per_version and all(n == 1 for _, n in per_version), per_version
 
 
 def byzantine_full(meshrl):
     rules = os.environ.get("MESHRL_TEST_RULES", "trimmed_mean,median,centered_clip").split(",")
     c, r = byzantine_compare(meshrl, rules, rounds=int(os.environ.get("MESHRL_TEST_ROUNDS", "10")),
-                             inner_steps=int(os.environ.get("MESHRL_TEST_INNER_STEPS", "2")))
+                             inner_steps=int(os.environ.get("MESHRL_TEST_INNER_STEPS", "2")),
+                             attack=os.environ.get("MESHRL_TEST_ATTACK", "sign_flip_x10"))
     for rule in rules:
         print(f"{rule}: {100 * (r[rule]['pass_at_1_after'] - c):+.1f} points vs clean")
     print(f"mean (attacked): {100 * (r['mean_attacked']['pass_at_1_after'] - c):+.1f} points vs clean")
