@@ -613,6 +613,12 @@ v1::SubmitReply Coordinator::submit(const v1::UpdateHeader& h, const std::string
   if (auto st = store_->spool_update(key.str(), payload); !st.is_ok()) return reject(key, RejectCode::kInternal, "spool: " + st.message(), false);
   auto rec = store_->ledger().record_received(key, h.n_samples(), static_cast<int64_t>(payload.size()));
   if (!rec.is_ok()) return reject(key, RejectCode::kInternal, "ledger: " + rec.status().message(), false);
+  // Failed verifier calls behind an accepted update (masked on the node), counted by kind.
+  if (const auto& st = h.stats(); st.verifier_timeouts() + st.verifier_crashes() + st.verifier_garbage() > 0)
+    (void)store_->ledger().node_event(key.node, "verifier_failures",
+                                      nlohmann::json({{"update", key.str()}, {"timeout", st.verifier_timeouts()},
+                                                      {"crash", st.verifier_crashes()}, {"garbage", st.verifier_garbage()}})
+                                          .dump());
   // Audited: acknowledged (it is on disk) but held out of the round until the node's answer to
   // the reward audit holds (answer_audit) or its deadline passes (expire_audits).
   if (audit_on_ && audit_drawn(audit_secret_, key.str(), config_.mesh.audit_rate)) {

@@ -173,6 +173,10 @@ class NodeRunner {
       auto r = c_.join(req);
       if (r.is_ok()) {
         last_contact_ = now_s();
+        if (r.value().accepted() && r.value().protocol_version() != kProtocolVersion)
+          return invalid_argument("[node " + o_.name + "] the coordinator speaks protocol version " +
+                                  std::to_string(r.value().protocol_version()) + ", this node " + std::to_string(kProtocolVersion) +
+                                  "; run the same meshrl release on every machine");
         if (r.value().accepted()) {
           session_ = r.value().session();
           run_id_ = r.value().manifest().run_id();
@@ -184,8 +188,9 @@ class NodeRunner {
           return r;
         }
         const std::string& why = r.value().reason();
-        // A name still held by our own earlier session (we crashed) frees when its lease expires.
-        if (why.find("already joined") == std::string::npos)
+        // A name still held by our own earlier session (we crashed) frees when its lease expires,
+        // and a join refused for the rate is tried again after the backoff.
+        if (why.find("already joined") == std::string::npos && why.rfind("rate_limited", 0) != 0)
           return invalid_argument("[node " + o_.name + "] join refused: " + why);
         log("join refused, retrying: " + why);
       } else if (r.status().code() == StatusCode::kInvalidArgument) {
@@ -257,6 +262,8 @@ class NodeRunner {
       if (r.problems.empty()) return;
       const size_t G = r.scored_texts.size() / r.problems.size();
       for (size_t row = 0; row < r.scored_texts.size(); ++row) {
+        // A completion whose verifier failed has no reward and is masked from the loss: nothing to commit to.
+        if (r.scores[row].failed()) continue;
         const double truth = r.scores[row].reward;
         book_.add({task->inner_seed(r.prompt_seeds[row / G]), r.scored_texts[row], inflate ? truth + 1.0 : truth});
       }
@@ -418,7 +425,9 @@ class NodeRunner {
       const double t = now_s();
       MESHRL_ASSIGN_OR_RETURN(rl::StepMetrics m, trainer_->step());
       record_step(m, now_s() - t);
-      samples += m.samples;
+      // The samples behind the update are the scored ones (a failed verifier call is masked), which
+      // is also what the update's rollout commitment holds (audits require the two to agree).
+      samples += m.scored;
       reward += m.reward_mean / static_cast<double>(H);
     }
     return Status::ok();
@@ -443,6 +452,7 @@ class NodeRunner {
     tokens_per_s_ = m.tokens_per_s;
     kl_sum_ += m.train.kl;
     entropy_sum_ += m.train.entropy;
+    failures_ += m.verifier_failures;
     ++stat_steps_;
   }
 
@@ -498,6 +508,11 @@ class NodeRunner {
       h.mutable_stats()->set_kl(kl_sum_ / n);
       h.mutable_stats()->set_entropy(entropy_sum_ / n);
       kl_sum_ = entropy_sum_ = 0;
+      // Completions whose verifier failed (masked from the loss), by kind: signed with the rest.
+      h.mutable_stats()->set_verifier_timeouts(failures_.timeout);
+      h.mutable_stats()->set_verifier_crashes(failures_.crash);
+      h.mutable_stats()->set_verifier_garbage(failures_.garbage);
+      failures_ = {};
       stat_steps_ = 0;
     }
     // Last: the signature covers every field above; retries resend this header as it is.
@@ -744,7 +759,7 @@ class NodeRunner {
         const double t = now_s();
         MESHRL_ASSIGN_OR_RETURN(rl::StepMetrics m, trainer_->step());
         record_step(m, now_s() - t);
-        samples += m.samples;
+        samples += m.scored;  // as in train_inner
         reward += m.reward_mean;
         if (++steps < cfg_.mesh.inner_steps) continue;
       }
@@ -835,6 +850,7 @@ class NodeRunner {
   std::atomic<double> last_contact_{0};
   double tokens_per_s_ = 0, last_reward_ = 0;
   double kl_sum_ = 0, entropy_sum_ = 0;  // since the last cut update (under prog_mu_)
+  tasks::VerifierFailureCounts failures_;  // since the last cut update (under prog_mu_)
   int64_t stat_steps_ = 0;
   int64_t schedule_step_ = 0;  // the trainer's lr schedule step, for heartbeats (under prog_mu_)
 

@@ -27,7 +27,9 @@ enum class RejectCode {
   kOneVote,       // the node already has a fresher update in this round: one vote per node per round
   kSuperseded,    // a fresher update of the same node took this one's place in the round
   kSeqAhead,      // seq further ahead of the coordinator's clock than the allowed skew (a node's clock jumped)
+  // New codes go here, and kLastRejectCode then names the last (tests walk every code up to it).
 };
+inline constexpr RejectCode kLastRejectCode = RejectCode::kSeqAhead;
 
 inline const char* reject_code_name(RejectCode c) {
   switch (c) {

@@ -83,6 +83,10 @@ AuditOutcome check_audit_answer(const tasks::Task& task, const AuditClaim& claim
     const tasks::Problem p = task.sample(r.prompt_id());
     auto s = task.score(p, r.completion());
     if (!s.is_ok()) return fail(where + ": the verifier failed: " + s.status().message());
+    // Our own verifier call failed (timed out under load, crashed): this rollout proves nothing
+    // either way, so it is skipped rather than held against the node. A node never commits a
+    // rollout whose verifier failed on its side.
+    if (s.value().failed()) continue;
     const double truth = s.value().reward;
     if (std::abs(truth - r.claimed_reward()) > tolerance)
       return fail(where + " '" + p.prompt + "': claimed reward " + fmt(r.claimed_reward()) + ", the verifier gives " + fmt(truth) +

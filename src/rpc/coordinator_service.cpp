@@ -3,6 +3,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -298,7 +299,8 @@ Result<std::unique_ptr<CoordinatorServer>> CoordinatorServer::start(mesh::Coordi
                             std::to_string(o.max_watch_streams_per_node) + ", watch streams " + std::to_string(o.max_watch_streams) +
                             ") and max_threads at least 4, got " + std::to_string(o.max_threads));
   const uint64_t max_update = coordinator.max_update_bytes();
-  const uint64_t in_flight = o.upload_bytes_in_flight > 0 ? o.upload_bytes_in_flight : 2 * (max_update + 1);
+  const uint64_t in_flight =
+      o.upload_bytes_in_flight > 0 ? o.upload_bytes_in_flight : std::max<uint64_t>(2 * (max_update + 1), kMinUploadBytesInFlight);
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer());
   s->impl_ = std::make_unique<Impl>();
   s->impl_->service = std::make_unique<Service>(coordinator, o, in_flight);

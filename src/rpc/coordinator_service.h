@@ -20,6 +20,7 @@
 //     beyond which gRPC itself answers RESOURCE_EXHAUSTED.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,8 @@
 #include "mesh/coordinator.h"
 
 namespace meshrl::rpc {
+
+inline constexpr uint64_t kMinUploadBytesInFlight = uint64_t{256} << 20;
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";   // host:port; port 0 = ephemeral (port() says which)
@@ -40,7 +43,10 @@ struct ServerOptions {
   int max_watch_streams = 256;          // all nodes together
   int max_threads = 512;                // the server's thread pool: open streams and calls in flight
   // Payload bytes buffered at once across all uploads; 0 = twice the largest update the run
-  // allows (Coordinator::max_update_bytes), so two maximal uploads, or many compressed ones, fit.
+  // allows (Coordinator::max_update_bytes), so two maximal uploads or many compressed ones fit,
+  // and at least kMinUploadBytesInFlight, so the many nodes of a small model upload at once.
+  // An upload reserves its declared size + 1 before reading; less than max_update_bytes + 1 here
+  // refuses the largest updates outright.
   uint64_t upload_bytes_in_flight = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "mesh/reject_code.h"  // header-only, torch-free: the codes the labels must cover
 #include "store/ledger.h"
 #include "store/sqlite.h"
 #include "web/ledger_snapshot.h"
@@ -200,6 +201,16 @@ TEST(StateBounds, ReasonsClassByTheirTypedCodeThenByTheirWords) {
   EXPECT_EQ(update_reason_class("base version 1 is too old"), "stale");
   EXPECT_EQ(update_reason_class("replay without a colon"), "invalid_payload");
   EXPECT_EQ(update_reason_class(""), "invalid_payload");
+}
+
+// The labels are a fixed list of the coordinator's codes: every code must have its own (a new
+// code added to mesh/reject_code.h and not here fails this test, not a dashboard).
+TEST(StateBounds, EveryRejectCodeHasItsOwnLabel) {
+  for (int c = 0; c <= static_cast<int>(mesh::kLastRejectCode); ++c) {
+    const std::string code = mesh::reject_code_name(static_cast<mesh::RejectCode>(c));
+    const std::string label = update_reason_class(code + ": detail");
+    EXPECT_TRUE(label == code || (code == "finished" && label == "run_finished")) << code << " -> " << label;
+  }
 }
 
 TEST(StateBounds, BoundedTextCutsOnACharacterAndMarksTheCut) {
