@@ -819,7 +819,8 @@ class NodeRunner {
 
   void watch_loop() {
     while (!stopping()) {
-      Status s = c_.watch(o_.name, session_, [this](const v1::VersionAnnouncement& a) {
+      const uint64_t used = session_;
+      Status s = c_.watch(o_.name, used, [this](const v1::VersionAnnouncement& a) {
         {
           std::lock_guard<std::mutex> lk(mu_);
           if (a.version() >= ann_version_) {
@@ -832,6 +833,12 @@ class NodeRunner {
         return !stopping();
       });
       if (stopping()) break;
+      // The coordinator answers a watch on a session it does not know (it restarted, or our lease
+      // expired) with "not joined": join again, or no announcement ever reaches this node.
+      if (!s.is_ok() && s.message().find("not joined") != std::string::npos) {
+        log("watch: " + s.message());
+        (void)rejoin(used);
+      }
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait_for(lk, std::chrono::milliseconds(s.is_ok() ? 100 : 500), [this] { return stopping(); });
     }
