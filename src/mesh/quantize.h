@@ -70,7 +70,7 @@ void quantize_blockwise(std::span<const float> x, int max_level, const QuantizeC
 // absmax / 2, which once error feedback has flattened the residual is about a quarter of them
 // (~1.1 bits per value after zstd on the demo); 1 in 16 takes ~0.5. The price is delay: what a
 // block does not send waits rounds in the residual, and on the demo 1/16 at H = 2 ended at 57%
-// held-out pass@1 against 76% (BENCHMARKS.md, "demo", session 9). For byte-starved links only.
+// held-out pass@1 against 76% (BENCHMARKS.md, "demo"). For byte-starved links only.
 // Ties at the k-th magnitude are broken by position (lowest index first); zeros are never kept,
 // so a block with fewer than k non-zero values keeps just those (an all-zero block: scale 0).
 // x [P] finite (checked), density in (0, 1] -> scales [n_blocks(P)], codes [P] in -1..1.
@@ -89,7 +89,7 @@ void quantize_ternary_topk(std::span<const float> x, double density, size_t bloc
 // then holds -a / 2, which the next round sends back as -a, and so on. On the demo, successive
 // broadcasts had a median cosine of -0.32, and by round 31 26% of the values were non-zero, about
 // 1.14 bits per value. With this scale the cosine is 0.00 and 11% are non-zero (0.70 bits), and
-// held-out pass@1 rises (BENCHMARKS.md, "demo", session 13; bench/broadcast_trace.py shows it).
+// held-out pass@1 rises (BENCHMARKS.md, "demo", 2026-12-01; bench/broadcast_trace.py shows it).
 // On the nodes' updates it did worse (2 seeds), so int2_scale stays absmax there.
 // Same wire layout and decoder as absmax ternary; an all-zero block has scale 0.
 // x [P] finite (checked) -> scales [n_blocks(P)], codes [P] in -1..1.

@@ -68,7 +68,7 @@ CloseReason should_close(const RoundRules& rules, const OpenRound& round, int64_
 // samples per update. One fresh update among N nodes is 1/N, and a stale one keeps its staleness
 // weight on top. Why: an async version is usually one node's update. Applied whole, N nodes would
 // move the weights N times as far per sample as a sync round, which averages them. On the demo at
-// outer lr 1 that took held-out pass@1 from 38.4% to 2.6% (BENCHMARKS.md, "demo", session 13).
+// outer lr 1 that took held-out pass@1 from 38.4% to 2.6% (BENCHMARKS.md, "demo", 2026-12-01).
 // And a weighted mean of one update is that update whatever its weight, so staleness counted for
 // nothing. n_updates, n_samples >= 1; nodes_online < 1 counts as 1.
 double async_round_share(double total_weight, int64_t n_samples, int64_t n_updates, int64_t nodes_online);

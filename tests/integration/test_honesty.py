@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Misbehaving nodes (issue 5): real processes on loopback, tiny model, 1-digit addition
+"""Misbehaving nodes: real processes on loopback, tiny model, 1-digit addition
 (mesh-tiny.toml), seeded. A node lies through the hidden `meshrl node --test-misbehave` switch.
     python3 tests/integration/test_honesty.py --meshrl build-honest/meshrl --case liar_excluded
 Cases:
