@@ -90,7 +90,7 @@ def byzantine_run(meshrl, label, aggregator, attack, rounds, inner_steps, ledger
     for i, n in enumerate(names):
         m.start_node(n, shard=f"{i}/8", extra=[f"--test-misbehave={attack}"] if attack and n == "node7" else [])
     for n in names:
-        m.wait_exit(n, 400)
+        m.wait_exit(n, float(os.environ.get("MESHRL_TEST_NODE_WAIT_S", "400")))
     m.wait_exit("coordinator", 120)
     if ledger_check:
         ledger_check(m)
