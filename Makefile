@@ -1,12 +1,12 @@
 # meshrl front door. On a fresh Debian 12 machine, as root:
-#   make demo    install deps, build, run the main job on built-in defaults
+#   make demo    install deps, build the meshrl binary only, run the main job on built-in defaults
 #   make test    install deps, build, run every test (unit, oracle, fuzz smoke)
 BUILD ?= build
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: deps build test test-sanitize test-sanitize-quick demo fuzz bench clean
+.PHONY: deps build build-meshrl test test-sanitize test-sanitize-quick demo fuzz bench clean
 
 deps:
 	@scripts/install-deps
@@ -14,8 +14,13 @@ deps:
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
+# Every target: the libraries, the binary and all the tests (what `make test` runs).
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The `meshrl` binary and the libraries it links, no tests: all that demo and bench run.
+build-meshrl: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target meshrl
 
 test: build fuzz
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
@@ -42,11 +47,11 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 # behind the four-cities WAN emulator, on the tiny model and arithmetic (SFT warm start cached after
 # the first run); ends with pass@1 before/after, bytes on the wire and runs/demo-*/summary.json.
 # The single-node run is `meshrl train --config configs/tiny-arithmetic.toml`.
-demo: build
+demo: build-meshrl
 	./$(BUILD)/meshrl demo
 
 # Benchmarks of ../shared/BENCH.md against the PyTorch-eager peer, measured in one run.
-bench: build
+bench: build-meshrl
 	/usr/bin/python3 bench/compare.py --meshrl $(BUILD)/meshrl --workloads rollout,train --models tiny --threads 1
 
 clean:

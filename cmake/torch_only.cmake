@@ -5,7 +5,7 @@
 # Defines the targets the torch libraries link, under the names the normal build uses:
 #   PkgConfig::PCRE2, PkgConfig::XXHASH  header + library, static first, found with find_path /
 #                                        find_library (CMAKE_PREFIX_PATH first), pkg-config last
-#   tomlplusplus::tomlplusplus           toml++ headers, header-only mode (rl/run_config.cpp)
+#   tomlplusplus::tomlplusplus           toml++ headers, header-only mode (core/toml_document.cpp)
 #   Torch                                find_package(Torch), or with MESHRL_TORCH_ROOT a torch
 #                                        folder used directly (TORCH_LIBRARIES, TORCH_CXX_FLAGS)
 # Included at file scope on purpose: the CUDA part of TorchConfig.cmake calls enable_language(CUDA),
@@ -43,7 +43,7 @@ endfunction()
 meshrl_find_c_library(PCRE2 pcre2.h libpcre2-8 libpcre2-8.a pcre2-8)
 meshrl_find_c_library(XXHASH xxhash.h libxxhash libxxhash.a xxhash)
 
-# toml++: only rl/run_config.cpp includes it (the run-file parser; sft.h needs its SftSection).
+# toml++: core/toml_document.cpp and the config files built on it (rl/run_config.cpp, tasks/task_config.cpp).
 # Header-only mode, so no libtomlplusplus.so has to travel.
 find_path(MESHRL_TOMLPP_INCLUDE_DIR toml++/toml.h)
 if(NOT MESHRL_TOMLPP_INCLUDE_DIR)

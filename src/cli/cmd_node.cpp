@@ -1,6 +1,6 @@
 // `meshrl node --coordinator HOST:PORT --name paris [--shard I/N] [--model DIR] [--node-file FILE] [--threads 1]
 //  [--state-dir DIR] [--insecure | --identity DIR] [--signing-key FILE] [--report FILE] [--http PORT [--http-bind ADDR]]
-//  [--task.key=value --grpo.key=value ...]`
+//  [--task.command.argv=JSON --task.jsonl.path=FILE --lora.adapter=DIR]`
 // Joins a run and trains on this machine's slice of the task until the run finishes. --http serves
 // the node's Prometheus counters at /metrics (web/node_prometheus_text.h). The programs a node runs
 // and the paths on its disk come from here, never from the coordinator (mesh/node_local_config.h).
@@ -59,6 +59,8 @@ void run_node_cmd(const NodeArgs& a, const std::vector<std::string>& overrides) 
   o.threads = a.threads;
   mesh::NodeLocalConfig local{a.model, overrides};
   if (!a.node_file.empty()) local = mesh::merge_node_local(mesh::load_node_file(a.node_file).value(), local);
+  // The rest of the run config is the run's, shared by every node: refused here, before joining.
+  if (Status s = mesh::check_node_overrides(local.overrides, a.name); !s.is_ok()) throw StatusError(s);
   o.model = local.model;
   o.overrides = local.overrides;
   o.cache_dir = a.cache_dir;
@@ -166,7 +168,8 @@ void add_node_command(CLI::App& app) {
   add_output_options(cmd, a->output);
   cmd->footer("Keys a node sets itself, never taken from the coordinator: " + mesh::node_local_keys_text() +
               ". A run whose task needs one of them (a command verifier, a jsonl file, a start adapter, a model "
-              "folder) is refused until this node gives its own. Other --section.key=value arguments override the run's config.");
+              "folder) is refused until this node gives its own. Every other key of the run config is the run's, taken from the "
+              "coordinator's manifest: a --section.key=value for it is refused.");
   cmd->allow_extras();
   cmd->callback([a, cmd] { run_node_cmd(*a, cmd->remaining()); });
 }

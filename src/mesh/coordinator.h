@@ -1,23 +1,32 @@
-// Coordinator: the one process of a run that holds the global weights theta_v, the outer
-// optimizer and the round, admits nodes, validates and aggregates their updates, and publishes
-// each new version durably (store/run_store.h) before announcing it. Transport-free: the gRPC
-// service (src/rpc/coordinator_service.cpp) and tests call these methods with the protocol's
-// messages (proto/meshrl.proto) and send back what they return. Thread-safe (one mutex).
+// Coordinator: the one process of a run that holds the global weights theta_v, admits nodes,
+// validates and aggregates their updates, and publishes each new version durably
+// (store/run_store.h) before announcing it. Transport-free: the gRPC service
+// (src/rpc/coordinator_service.cpp) and tests call these methods with the protocol's messages
+// (proto/meshrl.proto) and send back what they return. Thread-safe: one mutex over all of it.
 //
-// One round, sync mode (round.h decides when it closes):
-//   submit: session -> rate limit (every attempt, before anything is written) -> protocol, sizes ->
-//           run id + Ed25519 signature over every claimed field (update_signature.h) ->
-//           ledger lookup (a retry gets the recorded outcome) -> seq above the node's last
-//           accepted one and not ahead of our clock (replay, seq_ahead) -> staleness and samples
-//           bound (round.h) -> one vote per node per round (round_book.h) -> decode (finite) +
-//           layout + norm bound (refusals written to the ledger) ->
-//           spool (fsync) -> ledger.record_received -> the round's book (fresh: accumulated now,
-//           weight = samples x staleness; stale: held until the close) -> ack
-//   close:  fold in the held stale updates (from the spool) -> aggregate ([mesh] aggregator) -> outer Nesterov step -> delta + error-feedback residual -> encode
-//           (the run's codec) -> decode -> apply exactly the decoded delta to theta -> hash ->
-//           store.write_version -> ledger.commit_round -> announce (WatchVersions)
-// In async mode a round closes as soon as one update is in. A crash anywhere resumes (resume())
-// at the ledger's current version with every still-pending update re-aggregated.
+// An orchestrator over rooms, each with its contract in its header and its own unit tests:
+//   membership.h        joins, sessions, leases, signing keys, NodeRecords, who a resume waits for
+//   update_ingest.h     the ordered checks of an arriving update -> a typed refusal or an admission
+//   audit_desk.h        reward audits: draws, updates held until their answer, the exclusion tally
+//   version_builder.h   the open round and the arithmetic of its close (aggregate ... hash)
+//   version_blobs.h     weights, broadcasts and the [lora] base served to nodes; byte counters
+//   run_model.h         the policy on the CPU, theta, the hashes and sizes the wire checks against
+//   run_manifest.h      what a node is told at its join
+//   coordinator_startup.h/.cpp   new run, resume, re-admitting pending updates
+//   coordinator_audits.cpp       answer_audit and audit outcomes written to the ledger
+// Where things happen, in this folder:
+//   an update is admitted   coordinator.cpp submit(): UpdateIngest::check (update_ingest.cpp, the
+//                           order of every refusal) -> spool (fsync) -> ledger.record_received ->
+//                           audit desk (held) or count_in_round (fresh: aggregated now; stale:
+//                           held in the book until the close) -> ack
+//   a round closes          coordinator.cpp round_loop() -> close_round(): VersionBuilder::build
+//                           (version_builder.cpp: fold held stale updates -> aggregate -> outer
+//                           Nesterov step -> delta + error feedback -> encode -> decode -> apply ->
+//                           hash) -> store.write_version -> ledger.commit_round -> announce
+//                           (wait_version / WatchVersions)
+// Sync mode closes at quorum or deadline (round.h); async mode as soon as one update is in. A crash
+// anywhere resumes (CoordinatorOptions.resume) at the ledger's current version with every
+// still-pending update re-aggregated (coordinator_startup.cpp readmit_pending).
 #pragma once
 
 #include <condition_variable>
@@ -27,29 +36,23 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/status.h"
 #include "meshrl.pb.h"
-#include "mesh/aggregate.h"
-#include "mesh/codec.h"
-#include "mesh/error_feedback.h"
+#include "mesh/audit_desk.h"
+#include "mesh/coordinator_startup.h"
+#include "mesh/membership.h"
 #include "mesh/mesh_config.h"
-#include "mesh/named_tensors.h"
-#include "mesh/outer_optimizer.h"
 #include "mesh/reject_code.h"
-#include "mesh/reward_audit.h"
-#include "mesh/robust_aggregate.h"
-#include "mesh/round.h"
-#include "mesh/round_book.h"
-#include "mesh/update_guard.h"
+#include "mesh/run_model.h"
+#include "mesh/update_ingest.h"
+#include "mesh/version_blobs.h"
+#include "mesh/version_builder.h"
 #include "rl/sft.h"
-#include "rollout/policy.h"
 #include "store/run_store.h"
-#include "tasks/task.h"
 
 namespace meshrl::mesh {
 
@@ -74,20 +77,6 @@ struct VersionReport {
   double seconds = 0;              // since the coordinator started
 };
 
-struct NodeRecord {
-  std::string name;
-  int64_t updates_applied = 0;
-  int64_t updates_rejected = 0;
-  int64_t samples_applied = 0;
-  uint64_t bytes_up = 0;
-  uint64_t bytes_down = 0;
-  v1::NodeProgress last_progress;  // from its last heartbeat or leave
-  bool left = false;               // left cleanly after the run finished
-  int64_t audits_passed = 0;       // reward audits (reward_audit.h)
-  int64_t audits_failed = 0;
-  bool excluded = false;           // failed [mesh] audit_exclude_after audits: its updates are refused
-};
-
 struct CoordinatorOptions {
   std::filesystem::path run_dir;
   bool resume = false;             // open run_dir (else create a new run there)
@@ -100,9 +89,9 @@ struct CoordinatorOptions {
 class Coordinator {
  public:
   // Seconds of clock skew a node's seq (microseconds since the epoch) may run ahead of ours.
-  static constexpr double kMaxSeqSkewS = 600;
+  static constexpr double kMaxSeqSkewS = UpdateIngest::kMaxSeqSkewS;
   // Joins per minute under one name: a node restarting in a loop cannot flood the ledger.
-  static constexpr int64_t kMaxJoinsPerMinute = 30;
+  static constexpr int64_t kMaxJoinsPerMinute = Membership::kMaxJoinsPerMinute;
   // New run: SFT warm start (cached), initial weights = version 0, run directory created.
   // Resume: reopens run_dir at the ledger's current version and re-aggregates pending updates.
   static Result<std::unique_ptr<Coordinator>> start(CoordinatorOptions options);
@@ -118,11 +107,7 @@ class Coordinator {
   // An encoded blob (weights of a version, or the delta version-1 -> version) and the content
   // hash of the weights at that version. Refused (kInvalidArgument, a reason for the node) on an
   // unknown session or version.
-  struct Blob {
-    std::shared_ptr<const std::string> bytes;
-    int64_t version = 0;
-    std::string hash;
-  };
+  using Blob = VersionBlob;
   Result<Blob> weights(const std::string& name, uint64_t session, int64_t version);
   Result<Blob> broadcast(const std::string& name, uint64_t session, int64_t version);
   // [lora] runs: the frozen base under the adapters (fp32, hash = the manifest's base_weights_hash),
@@ -132,7 +117,7 @@ class Coordinator {
   void count_bytes_down(const std::string& name, uint64_t n, bool full);
 
   // Largest payload an update of this run may declare (its fp32 size plus headroom).
-  uint64_t max_update_bytes() const { return max_update_bytes_; }
+  uint64_t max_update_bytes() const { return model_.max_update_bytes; }
   // `payload` as received: larger than declared or shorter (a truncated upload) is refused here.
   v1::SubmitReply submit(const v1::UpdateHeader& header, const std::string& payload);
   // The node's answer to the audit of one of its updates (SubmitReply.audit): re-scores the drawn
@@ -151,14 +136,10 @@ class Coordinator {
   std::string hash() const;
   const std::string& run_id() const { return run_id_; }
   const MeshRunConfig& config() const { return config_; }
-  int64_t param_count() const { return param_count_; }
+  int64_t param_count() const { return model_.param_count; }
   std::map<std::string, NodeRecord> nodes() const;
   // Who holds a lease now, and how long ago each renewed it (dashboards; read-only).
-  struct LeaseView {
-    std::string name;
-    double last_seen_age_s = 0;
-    double joined_age_s = 0;
-  };
+  using LeaseView = mesh::LeaseView;
   std::vector<LeaseView> leases() const;
   uint64_t bytes_up() const;
   uint64_t bytes_down() const;
@@ -176,96 +157,46 @@ class Coordinator {
 
  private:
   Coordinator() = default;
-  struct Member {
-    uint64_t session = 0;
-    double last_seen = 0;
-    double joined_at = 0;
-  };
+  // Start-up (coordinator_startup.cpp).
   Status init_new(CoordinatorOptions& o);
   Status init_resume(CoordinatorOptions& o);
-  Status load_common(const std::string& spec);
+  Status load_common(const std::string& policy_spec);  // the model and the rooms, once run_id_ is known
   Status readmit_pending();
+
   void round_loop();
   // Under mu_. nodes_online: the count the round's close was judged against (async scaling, round.h).
   Status close_round(CloseReason reason, int64_t nodes_online);
-  void expire_leases(double now);                    // under mu_
-  bool session_ok(const std::string& name, uint64_t session);  // under mu_; renews the lease
+  void expire_leases(double now);                    // under mu_: drops them and writes lease_expired
   // Answers "<code>: <detail>"; record: a row under the key (a retry gets the same answer), else a node event.
   v1::SubmitReply reject(const store::UpdateKey& key, RejectCode code, const std::string& detail, bool record);  // under mu_
-  v1::Manifest manifest() const;                     // under mu_
-  int64_t schedule_step() const;                     // under mu_: see Manifest.schedule_step
   // Places an acknowledged update in the open round as the book decided (fresh: aggregated now;
   // stale: held for the close; a superseded entry is rejected in the ledger). Under mu_.
   Status count_in_round(const RoundEntry& e, const BookDecision& d, const NamedTensors& u, double norm);
-  // The book's entry for an update (stats only when the node sent them). Under mu_.
-  static RoundEntry round_entry(const store::UpdateKey& key, const Admission& a, int64_t n_samples, const v1::RewardStats* stats);
-
-  // One audit outcome into the tally, the node's record and the ledger (flagged / excluded events). Under mu_.
+  // Audits (coordinator_audits.cpp). One outcome into the tally, the node's record and the ledger
+  // (flagged / excluded events). Under mu_.
   void record_audit(const std::string& node, bool passed, const std::string& detail);
   void expire_audits(double now);                    // under mu_: unanswered past their deadline = failed
   void log(const std::string& line) const;
 
   CoordinatorOptions opts_;
   MeshRunConfig config_;
-  RoundRules rules_;
-  std::string run_id_, model_spec_, model_config_json_, model_config_hash_, tokenizer_hash_;
-  std::string base_weights_hash_;  // [lora] runs: the frozen base under the adapters ("" otherwise)
-  NamedTensors base_params_;       // [lora] runs: views of that base
-  std::shared_ptr<const std::string> base_blob_;  // base_params_ encoded (lazy)
-  int64_t param_count_ = 0;
-  uint64_t max_update_bytes_ = 0;
-  UpdateDecodeLimits limits_;
+  std::string run_id_;
+  RunModel model_;                           // policy, task, theta (views into the policy), hashes, sizes
   std::unique_ptr<store::RunStore> store_;
-  rollout::Policy policy_;                  // theta_ are views into its parameters
-  std::shared_ptr<const tasks::Task> task_;
-  NamedTensors theta_;
-  std::unique_ptr<OuterOptimizer> outer_;
-  ErrorFeedback ef_;
-  std::unique_ptr<UpdateCodec> codec_;            // the nodes' updates
-  std::unique_ptr<UpdateCodec> broadcast_codec_;  // the broadcast deltas ([mesh] broadcast_codec, else codec_'s)
-  std::unique_ptr<UpdateCodec> weights_codec_;    // fp32, no zstd
+  // The rooms (see the top of this file).
+  std::unique_ptr<Membership> members_;
+  std::unique_ptr<UpdateIngest> ingest_;
+  std::unique_ptr<AuditDesk> audits_;
+  std::unique_ptr<VersionBuilder> round_;
+  VersionBlobs blobs_;
 
   mutable std::mutex mu_;
-  std::condition_variable version_cv_;
+  std::condition_variable version_cv_;       // a new version, a new update (wakes the round loop), stop
   int64_t version_ = 0;
   std::string hash_;
   bool finished_ = false;
   bool stopping_ = false;
   std::optional<Status> fatal_;
-  std::shared_ptr<const std::string> weights_blob_;  // encoded theta at version_ (lazy)
-  std::map<int64_t, Blob> broadcasts_;  // recent ones, with the hash of the version they lead to
-  std::map<std::string, Member> members_;
-  std::map<std::string, std::string> signing_keys_;  // node -> Ed25519 public key registered at its last join
-  std::map<std::string, NodeRecord> records_;
-  std::set<std::string> ever_joined_;
-  // After a resume, the nodes of the last round count towards the quorum until they are back or
-  // a lease has passed: otherwise the first node to reconnect would close rounds on its own.
-  std::set<std::string> expected_;
-  std::set<std::string> not_left_;  // after a resume: nodes the ledger shows joined and not left
-  double grace_until_ = 0;
-  // The open round.
-  OpenRound round_;
-  std::unique_ptr<Aggregator> acc_;           // [mesh] aggregator: mean (O(P)) or a robust rule (O(N P))
-  std::unique_ptr<NormBound> norm_bound_;     // ingest: norm within factor x running median
-  std::unique_ptr<RateLimiter> rate_;         // ingest: update attempts per node per minute, refusals included
-  std::unique_ptr<RateLimiter> join_rate_;    // joins per name per minute
-  // Reward audits: on only for shared tasks (or audit_private). An audited update is spooled and
-  // acknowledged but held out of the round until its audit answer passes.
-  bool audit_on_ = false;
-  uint64_t audit_secret_ = 0;                 // drawn per process: nodes cannot predict which updates or rollouts
-  std::unique_ptr<AuditTally> audits_;
-  struct HeldUpdate {
-    store::UpdateKey key;
-    NamedTensors update;
-    double norm = 0;
-    int64_t n_samples = 0;
-    v1::RewardStats stats;
-    AuditClaim claim;
-    double deadline = 0;                      // mono_seconds
-  };
-  std::map<std::string, HeldUpdate> held_;    // by key.str()
-  RoundBook book_;                            // what the open round counts, one vote per node
-  uint64_t bytes_up_ = 0, bytes_down_ = 0, bytes_down_full_ = 0;
   double t0_ = 0;
   std::thread loop_;
 };

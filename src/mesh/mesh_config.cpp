@@ -1,167 +1,106 @@
 // The [mesh] section and the mesh run file. See mesh_config.h.
 #include "mesh/mesh_config.h"
 
-#include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <sstream>
-#include <variant>
-
-#include <toml++/toml.h>
 
 #include "core/file_io.h"
+#include "core/toml_document.h"
 #include "mesh/update_format.h"
-#include "rl/config_field.h"
 
 namespace meshrl::mesh {
 namespace {
 
-using rl::FieldRef;
-struct Field {
-  const char* key;
-  FieldRef ref;
-};
+using config::above;
+using config::at_least;
+using config::closed;
+using config::closed_open;
+using config::Field;
+using config::open_closed;
 
-// The single list of [mesh] keys: parsing, overrides and writing all walk it.
-std::vector<Field> fields_of(MeshSection& m) {
+// The single list of [mesh] keys: parsing, overrides, checks and writing all walk it. Its order is
+// the order of the [mesh] lines in a manifest's run_config_toml (section_lines), which is hashed.
+config::Section mesh_section(MeshSection& m) {
   return {
-      {"rounds", &m.rounds},           {"inner_steps", &m.inner_steps},
-      {"mode", &m.mode},               {"quorum", &m.quorum},
-      {"round_deadline_s", &m.round_deadline_s}, {"max_staleness", &m.max_staleness},
-      {"outer_lr", &m.outer_lr},       {"outer_momentum", &m.outer_momentum},
-      {"outer_nesterov", &m.outer_nesterov}, {"codec", &m.codec},
-      {"broadcast_codec", &m.broadcast_codec},
-      {"block_size", &m.block_size},   {"zstd_level", &m.zstd_level},
-      {"int2_density", &m.int2_density}, {"int2_scale", &m.int2_scale},
-      {"broadcast_int2_scale", &m.broadcast_int2_scale},
-      {"lease_s", &m.lease_s},         {"heartbeat_s", &m.heartbeat_s},
-      {"eval_every_rounds", &m.eval_every_rounds}, {"n_eval", &m.n_eval},
-      {"overlap", &m.overlap},         {"seed", &m.seed},
-      {"aggregator", &m.aggregator},   {"trim_fraction", &m.trim_fraction},
-      {"clip_tau", &m.clip_tau},       {"clip_iters", &m.clip_iters},
-      {"norm_bound_factor", &m.norm_bound_factor}, {"norm_window", &m.norm_window},
-      {"max_updates_per_minute", &m.max_updates_per_minute},
-      {"audit_rate", &m.audit_rate},   {"audit_samples", &m.audit_samples},
-      {"audit_exclude_after", &m.audit_exclude_after}, {"audit_tolerance", &m.audit_tolerance},
-      {"audit_deadline_s", &m.audit_deadline_s}, {"audit_private", &m.audit_private},
+      "mesh",
+      {
+          Field("rounds", &m.rounds, "versions the coordinator publishes after the initial one").in(closed(1, 1'000'000)),
+          Field("inner_steps", &m.inner_steps, "H: GRPO steps a node runs between two updates").in(closed(1, 100'000)),
+          Field("mode", &m.mode, "sync: rounds close at quorum or deadline; async: every update applied on arrival").values({"sync", "async"}),
+          Field("quorum", &m.quorum, "sync: share of online nodes whose fresh update closes a round").in(open_closed(0, 1)),
+          Field("round_deadline_s", &m.round_deadline_s, "sync: close with what has arrived this long after the round opened").in(above(0)),
+          Field("max_staleness", &m.max_staleness, "updates on base versions older than current - max_staleness are rejected").in(closed(0, 1000)),
+          Field("outer_lr", &m.outer_lr, "outer Nesterov SGD learning rate").in(open_closed(0, 10)),
+          Field("outer_momentum", &m.outer_momentum, "outer Nesterov SGD momentum").in(closed_open(0, 1)),
+          Field("outer_nesterov", &m.outer_nesterov, "Nesterov momentum in the outer step"),
+          Field("codec", &m.codec, "pseudo-gradients and broadcasts: int8 | int4 | int2 | fp32"),
+          Field("broadcast_codec", &m.broadcast_codec, "the broadcast's own codec when set; "" = codec"),
+          Field("block_size", &m.block_size, "values per quantisation scale").in(closed(1, 65536)),
+          Field("zstd_level", &m.zstd_level, "0 = no zstd").in(closed(0, 19)),
+          Field("int2_density", &m.int2_density, "int2: 0 = absmax ternary; (0, 1] = each block's largest share only").in(closed(0, 1)),
+          Field("int2_scale", &m.int2_scale, "int2 updates: absmax | mean").values({"absmax", "mean"}),
+          Field("broadcast_int2_scale", &m.broadcast_int2_scale, "int2 broadcasts: mean | absmax").values({"mean", "absmax"}),
+          Field("lease_s", &m.lease_s, "a node silent this long is dropped").in(above(0)),
+          Field("heartbeat_s", &m.heartbeat_s, "how often nodes renew their lease, in (0, lease_s)"),
+          Field("eval_every_rounds", &m.eval_every_rounds, "coordinator evaluates held-out pass@1 every N versions; 0 = never").in(at_least(0)),
+          Field("n_eval", &m.n_eval, "problems in those evaluations; 0 = [eval] n_eval").in(closed(0, 100000)),
+          Field("overlap", &m.overlap, "async: nodes keep training while an update is in flight"),
+          Field("seed", &m.seed, "run seed: node seeds derive from (seed, node index)"),
+          Field("aggregator", &m.aggregator, "mean | trimmed_mean | median | centered_clip").values({"mean", "trimmed_mean", "median", "centered_clip"}),
+          Field("trim_fraction", &m.trim_fraction, "trimmed_mean: share dropped at each end per coordinate").in(closed_open(0, 0.5)),
+          Field("clip_tau", &m.clip_tau, "centered_clip: radius; 0 = the median distance to the center").in(at_least(0)),
+          Field("clip_iters", &m.clip_iters, "centered_clip: iterations").in(closed(1, 100)),
+          Field("norm_bound_factor", &m.norm_bound_factor, "refuse an update with norm > factor x the recent median; 0 = off"),
+          Field("norm_window", &m.norm_window, "recent accepted norms that median is over").in(closed(1, 100000)),
+          Field("max_updates_per_minute", &m.max_updates_per_minute, "per node; 0 = no limit").in(at_least(0)),
+          Field("audit_rate", &m.audit_rate, "share of updates whose claimed rewards are re-scored; 0 = off").in(closed(0, 1)),
+          Field("audit_samples", &m.audit_samples, "rollouts re-scored per audit").in(closed(1, 64)),
+          Field("audit_exclude_after", &m.audit_exclude_after, "failed audits after which a node's updates are refused").in(at_least(1)),
+          Field("audit_tolerance", &m.audit_tolerance, "|claimed - re-scored reward| allowed").in(at_least(0)),
+          Field("audit_deadline_s", &m.audit_deadline_s, "an audit unanswered this long counts as failed").in(above(0)),
+          Field("audit_private", &m.audit_private, "also audit jsonl/command tasks (every node must hold the same file)"),
+      },
+      "; see configs/README.md",
   };
-}
-
-std::string where(const std::string& source, const std::string& key) { return source + ": [mesh] " + key; }
-
-Status set_from_toml(const Field& f, const toml::node& n, const std::string& source) {
-  return rl::set_field_from_toml(f.ref, n, where(source, f.key));
-}
-
-Status set_from_text(const Field& f, const std::string& text, const std::string& source) {
-  return rl::set_field_from_text(f.ref, text, where(source, f.key) + " (command line)");
 }
 
 }  // namespace
 
-Status validate_mesh_section(const MeshSection& m, const std::string& s) {
+Status validate_mesh_section(const MeshSection& section, const std::string& source) {
+  MeshSection m = section;  // the table needs mutable pointers; checking a copy keeps `section` const
+  const config::Scope scope{source, "mesh"};
+  MESHRL_RETURN_IF_ERROR(config::check_fields(mesh_section(m), scope));
+  // What a range cannot say: names owned by the wire format, and relations between keys.
   auto bad = [&](const char* key, const std::string& what, const std::string& got) {
-    return invalid_argument(where(s, key) + " must be " + what + ", got " + got);
+    return invalid_argument(scope.name(key) + " must be " + what + ", got " + got);
   };
-  if (m.rounds < 1 || m.rounds > 1'000'000) return bad("rounds", "in [1, 1000000]", std::to_string(m.rounds));
-  if (m.inner_steps < 1 || m.inner_steps > 100'000) return bad("inner_steps", "in [1, 100000]", std::to_string(m.inner_steps));
-  if (m.mode != "sync" && m.mode != "async") return bad("mode", "sync or async", "\"" + m.mode + "\"");
-  if (!(m.quorum > 0 && m.quorum <= 1)) return bad("quorum", "in (0, 1]", rl::format_double(m.quorum));
-  if (!(m.round_deadline_s > 0)) return bad("round_deadline_s", "> 0", rl::format_double(m.round_deadline_s));
-  if (m.max_staleness < 0 || m.max_staleness > 1000) return bad("max_staleness", "in [0, 1000]", std::to_string(m.max_staleness));
-  if (!(m.outer_lr > 0 && m.outer_lr <= 10)) return bad("outer_lr", "in (0, 10]", rl::format_double(m.outer_lr));
-  if (!(m.outer_momentum >= 0 && m.outer_momentum < 1)) return bad("outer_momentum", "in [0, 1)", rl::format_double(m.outer_momentum));
   // The wire format's own list of codec names (update_format.h).
   if (!codec_from_name(m.codec)) return bad("codec", "int8, int4, int2 or fp32", "\"" + m.codec + "\"");
   if (!m.broadcast_codec.empty() && !codec_from_name(m.broadcast_codec))
     return bad("broadcast_codec", "int8, int4, int2, fp32 or \"\" (the codec's)", "\"" + m.broadcast_codec + "\"");
-  if (m.block_size < 1 || m.block_size > 65536) return bad("block_size", "in [1, 65536]", std::to_string(m.block_size));
-  if (!(m.int2_density >= 0 && m.int2_density <= 1)) return bad("int2_density", "in [0, 1]", rl::format_double(m.int2_density));
   if (m.int2_density > 0 && m.codec != "int2")
-    return bad("int2_density", "0 unless codec is \"int2\"", rl::format_double(m.int2_density) + " with codec \"" + m.codec + "\"");
+    return bad("int2_density", "0 unless codec is \"int2\"", config::format_number(m.int2_density) + " with codec \"" + m.codec + "\"");
   // int2_scale = "mean" without int2 updates is a mistake in the run file. broadcast_int2_scale
   // defaults to "mean", measured better for every int2 broadcast (quantize.h), so it is only
   // checked by name and is inert for other broadcast codecs.
-  if (m.int2_scale != "absmax" && m.int2_scale != "mean") return bad("int2_scale", "absmax or mean", "\"" + m.int2_scale + "\"");
   if (m.int2_scale == "mean" && m.codec != "int2")
     return bad("int2_scale", "absmax unless codec is \"int2\"", "\"mean\" with codec \"" + m.codec + "\"");
-  if (m.broadcast_int2_scale != "absmax" && m.broadcast_int2_scale != "mean")
-    return bad("broadcast_int2_scale", "mean or absmax", "\"" + m.broadcast_int2_scale + "\"");
-  if (m.zstd_level < 0 || m.zstd_level > 19) return bad("zstd_level", "in [0, 19]", std::to_string(m.zstd_level));
-  if (!(m.lease_s > 0)) return bad("lease_s", "> 0", rl::format_double(m.lease_s));
-  if (!(m.heartbeat_s > 0 && m.heartbeat_s < m.lease_s)) return bad("heartbeat_s", "in (0, lease_s)", rl::format_double(m.heartbeat_s));
-  if (m.eval_every_rounds < 0) return bad("eval_every_rounds", ">= 0", std::to_string(m.eval_every_rounds));
-  if (m.n_eval < 0 || m.n_eval > 100000) return bad("n_eval", "in [0, 100000]", std::to_string(m.n_eval));
-  if (m.aggregator != "mean" && m.aggregator != "trimmed_mean" && m.aggregator != "median" && m.aggregator != "centered_clip")
-    return bad("aggregator", "mean, trimmed_mean, median or centered_clip", "\"" + m.aggregator + "\"");
-  if (!(m.trim_fraction >= 0 && m.trim_fraction < 0.5)) return bad("trim_fraction", "in [0, 0.5)", rl::format_double(m.trim_fraction));
-  if (!(m.clip_tau >= 0 && std::isfinite(m.clip_tau))) return bad("clip_tau", ">= 0", rl::format_double(m.clip_tau));
-  if (m.clip_iters < 1 || m.clip_iters > 100) return bad("clip_iters", "in [1, 100]", std::to_string(m.clip_iters));
-  if (!(m.norm_bound_factor == 0 || (m.norm_bound_factor >= 1 && std::isfinite(m.norm_bound_factor))))
-    return bad("norm_bound_factor", "0 (off) or >= 1", rl::format_double(m.norm_bound_factor));
-  if (m.norm_window < 1 || m.norm_window > 100000) return bad("norm_window", "in [1, 100000]", std::to_string(m.norm_window));
-  if (m.max_updates_per_minute < 0) return bad("max_updates_per_minute", ">= 0", std::to_string(m.max_updates_per_minute));
-  if (!(m.audit_rate >= 0 && m.audit_rate <= 1)) return bad("audit_rate", "in [0, 1]", rl::format_double(m.audit_rate));
-  if (m.audit_samples < 1 || m.audit_samples > 64) return bad("audit_samples", "in [1, 64]", std::to_string(m.audit_samples));
-  if (m.audit_exclude_after < 1) return bad("audit_exclude_after", ">= 1", std::to_string(m.audit_exclude_after));
-  if (!(m.audit_tolerance >= 0 && std::isfinite(m.audit_tolerance)))
-    return bad("audit_tolerance", ">= 0", rl::format_double(m.audit_tolerance));
-  if (!(m.audit_deadline_s > 0 && std::isfinite(m.audit_deadline_s)))
-    return bad("audit_deadline_s", "> 0", rl::format_double(m.audit_deadline_s));
+  if (!(m.heartbeat_s > 0 && m.heartbeat_s < m.lease_s)) return bad("heartbeat_s", "in (0, lease_s)", config::format_number(m.heartbeat_s));
+  if (!(m.norm_bound_factor == 0 || m.norm_bound_factor >= 1))
+    return bad("norm_bound_factor", "0 (off) or >= 1", config::format_number(m.norm_bound_factor));
   return Status::ok();
 }
 
 Result<MeshRunConfig> parse_mesh_run_config(const std::string& text, const std::string& source,
                                             const std::vector<std::string>& overrides) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return invalid_argument(source + ":" + std::to_string(e.source().begin.line) + ":" +
-                            std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
-  }
+  // One document: the run file's sections and [mesh] are read from the same parse, and an
+  // override of any of them goes to its own table.
   MeshRunConfig c;
-  auto fields = fields_of(c.mesh);
-  if (const toml::node* mesh = root.get("mesh")) {
-    if (!mesh->is_table()) return invalid_argument(source + ": 'mesh' must be a [mesh] section table");
-    for (auto&& [k, v] : *mesh->as_table()) {
-      const std::string key(k.str());
-      const Field* f = nullptr;
-      for (const Field& x : fields)
-        if (key == x.key) f = &x;
-      if (!f) return invalid_argument(source + ": [mesh] unknown key '" + key + "'; see configs/README.md");
-      MESHRL_RETURN_IF_ERROR(set_from_toml(*f, v, source));
-    }
-    root.erase("mesh");
-  }
-  // Split overrides: --mesh.* here, the rest to the run config.
-  std::vector<std::string> run_overrides;
-  for (size_t i = 0; i < overrides.size(); ++i) {
-    std::string a = overrides[i];
-    if (!rl::is_valid_utf8(a)) return invalid_argument("command line: an override is not valid UTF-8");
-    if (a.rfind("--", 0) == 0) a = a.substr(2);
-    if (a.rfind("mesh.", 0) != 0) {
-      run_overrides.push_back(overrides[i]);
-      continue;
-    }
-    const size_t eq = a.find('=');
-    if (eq == std::string::npos) return invalid_argument("command line: '" + overrides[i] + "' is not an override; write --mesh.key=value");
-    const std::string key = a.substr(5, eq - 5), value = a.substr(eq + 1);
-    const Field* f = nullptr;
-    for (const Field& x : fields)
-      if (key == x.key) f = &x;
-    if (!f) return invalid_argument(source + ": [mesh] unknown key '" + key + "' (command line); see configs/README.md");
-    MESHRL_RETURN_IF_ERROR(set_from_text(*f, value, source));
-  }
+  std::vector<config::Section> sections = rl::run_sections(c.run);
+  sections.push_back(mesh_section(c.mesh));
+  MESHRL_RETURN_IF_ERROR(config::read_config(text, source, overrides, sections));
+  MESHRL_RETURN_IF_ERROR(rl::validate_run_config(c.run, source));
   MESHRL_RETURN_IF_ERROR(validate_mesh_section(c.mesh, source));
-  // The rest is an ordinary run file; re-serialising it loses line numbers only for range errors,
-  // which name section and key anyway (syntax errors were reported above with their line).
-  std::ostringstream os;
-  // Basic strings only (no flags): toml++'s default would write "\n" as a multi-line literal whose
-  // first newline TOML readers trim (see rl/run_config.cpp), so a stop string would not read back.
-  os << toml::toml_formatter(root, toml::format_flags::none);
-  MESHRL_ASSIGN_OR_RETURN(c.run, rl::parse_run_config(os.str(), source, run_overrides));
   return c;
 }
 
@@ -173,32 +112,12 @@ Result<MeshRunConfig> load_mesh_run_config(const std::filesystem::path& path, co
 
 nlohmann::json mesh_section_to_json(const MeshSection& m) {
   MeshSection copy = m;
-  nlohmann::json j = nlohmann::json::object();
-  for (const Field& f : fields_of(copy)) std::visit([&](auto* p) { j[f.key] = *p; }, f.ref);
-  return j;
+  return config::to_json(mesh_section(copy));
 }
 
 std::string mesh_run_config_to_toml(const MeshRunConfig& c) {
-  std::ostringstream os;
-  os << rl::run_config_to_toml(c.run) << "\n[mesh]\n";
   MeshSection copy = c.mesh;
-  for (const Field& f : fields_of(copy)) {
-    os << f.key << " = ";
-    std::visit(
-        [&](auto* p) {
-          using T = std::remove_pointer_t<decltype(p)>;
-          if constexpr (std::is_same_v<T, std::string>) os << nlohmann::json(*p).dump();
-          else if constexpr (std::is_same_v<T, bool>) os << (*p ? "true" : "false");
-          else if constexpr (std::is_same_v<T, double>) {
-            std::string d = rl::format_double(*p);
-            if (d.find_first_of(".eEn") == std::string::npos) d += ".0";
-            os << d;
-          } else os << *p;
-        },
-        f.ref);
-    os << "\n";
-  }
-  return os.str();
+  return rl::run_config_to_toml(c.run) + "\n" + config::section_lines(mesh_section(copy));
 }
 
 }  // namespace meshrl::mesh

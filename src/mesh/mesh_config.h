@@ -1,6 +1,6 @@
 // MeshSection: the [mesh] section of a run file (rounds, inner steps, sync/async, quorum,
-// staleness, outer optimizer, codec, leases), and the loader of a whole mesh run file: the
-// [mesh] table is read here and everything else goes to rl::parse_run_config unchanged, so a
+// staleness, outer optimizer, codec, leases), and the loader of a whole mesh run file: the run
+// file's field tables (rl::run_sections) plus the [mesh] table, read from one parse, so a
 // single-node run file and a mesh run file share every other key (configs/README.md).
 // Unknown keys, wrong types and out-of-range values are errors, as in rl/run_config.h.
 // Knows nothing about the network or tensors.

@@ -8,15 +8,19 @@
 //
 // Trust: the node trains on the manifest's run config, but takes the programs it runs and the
 // paths on its own disk only from its own options (node_local_config.h), and caps every download
-// at what its own model's shapes can encode to (download_caps below), whatever the coordinator
+// at what its own model's shapes can encode to (download_caps.h), whatever the coordinator
 // declares.
 //
-// Rebase: with `cut` the local weights when the last update was cut (or the version's weights
-// after a rebase), a new version theta' turns local into theta' + (local - cut) and cut into
-// theta'. The next update is then cut - local: only progress not yet sent, never sent twice.
-// In sync mode (and async without overlap) the node waits for the next version after each
-// upload, so local == cut at the rebase; in async mode with overlap it keeps training while the
-// upload and the next version are in flight, and rebases between two inner steps.
+// Its rooms, each with its own contract and tests; node.cpp builds them from the manifest and
+// runs the sync or the overlap loop over them:
+//   node_session.h       join, rejoin on "not joined", retries with backoff, leave
+//   node_watch.h         heartbeats and the watch on version announcements
+//   version_follower.h   downloads, broadcasts, the rebase of local progress onto a new version
+//   inner_loop.h         the H inner steps between two updates (both loops train in it)
+//   update_sender.h      cut, sign and send updates (and the test-only attacks)
+//   node_state_keeper.h  the local training state across restarts (--state-dir)
+//   audit_answer.h       answering the coordinator's reward audits
+//   node_tally.h         the report, /metrics counters and heartbeat progress
 #pragma once
 
 #include <atomic>
@@ -27,13 +31,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/status.h"
-#include "mesh/codec.h"
 #include "mesh/coordinator_client.h"
-#include "mesh/named_tensors.h"
+#include "mesh/download_caps.h"
 #include "mesh/node_metrics.h"
+#include "mesh/node_tally.h"
 #include "trust/signing_key.h"
 
 namespace meshrl::mesh {
@@ -67,35 +69,6 @@ struct NodeOptions {
   std::string test_misbehave;
   std::shared_ptr<NodeMetrics> metrics;  // counters for /metrics (`meshrl node --http`); null = not kept
 };
-
-struct NodeReport {
-  int64_t final_version = -1;
-  std::string final_hash;              // this node's own content hash of its final version
-  int64_t inner_steps = 0;
-  int64_t updates_sent = 0;
-  int64_t updates_accepted = 0;
-  int64_t full_downloads = 0;
-  int64_t broadcasts_applied = 0;
-  uint64_t bytes_up = 0, bytes_down = 0;
-  double compute_seconds = 0;          // in inner steps
-  double wall_seconds = 0;
-  std::string base_source;             // [lora] runs: "held", "cache" or "downloaded" (base_weights.h)
-  nlohmann::json to_json() const;
-};
-
-// The most bytes an encoding of a parameter set shaped like `like` can take with `codec`: the
-// format's header and records plus each payload's raw size, or zstd's worst-case bound on it when
-// the codec compresses (update_format.h). Saturates at UINT64_MAX.
-uint64_t max_encoded_bytes(const NamedTensors& like, const CodecConfig& codec);
-
-// What a node takes from one download, from its own model's shapes (pinned by the manifest's
-// config hash and parameter count): full weights and a [lora] run's base as fp32 (compressed or
-// not), a broadcast as the run's broadcast codec.
-struct DownloadCaps {
-  uint64_t weights = 0;
-  uint64_t broadcast = 0;
-};
-DownloadCaps download_caps(const NamedTensors& params, const CodecConfig& broadcast_codec);
 
 // Runs until the coordinator announces the run finished (then leaves with its final hash) or
 // stop becomes true. Fails on a refusal that retrying cannot fix (another protocol, run or

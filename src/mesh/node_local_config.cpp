@@ -1,36 +1,27 @@
 // Node-local settings. See node_local_config.h.
 #include "mesh/node_local_config.h"
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
-#include <toml++/toml.h>
 
+#include "core/config_overrides.h"
 #include "core/file_io.h"
+#include "core/toml_document.h"
 #include "model/config.h"
-#include "rl/config_field.h"
 
 namespace meshrl::mesh {
 namespace {
 
 using nlohmann::json;
 
-// The dotted keys ("task.jsonl.path") that the node's own overrides set, read as apply_overrides
-// reads them: "--key=value", or "--key" followed by a value that does not start with "--".
-std::set<std::string> keys_set_by(const std::vector<std::string>& overrides) {
-  std::set<std::string> keys;
-  for (size_t i = 0; i < overrides.size(); ++i) {
-    std::string a = overrides[i];
-    if (a.rfind("--", 0) == 0) a = a.substr(2);
-    const size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      keys.insert(a.substr(0, eq));
-    } else {
-      keys.insert(a);
-      if (i + 1 < overrides.size() && overrides[i + 1].rfind("--", 0) != 0) ++i;
-    }
-  }
-  return keys;
+// The node-local keys as the overrides name them ("task.jsonl.path"): kNodeLocalKeys without
+// --model, which is a flag of its own and no key of the run config.
+bool is_node_local(const std::string& dotted) {
+  for (std::string_view k : kNodeLocalKeys)
+    if (k != "--model" && k.substr(2) == dotted) return true;
+  return false;
 }
 
 // A value the coordinator sent, quoted for a message: JSON, clipped, never raw bytes.
@@ -53,10 +44,23 @@ std::string node_local_keys_text() {
   return s;
 }
 
+Status check_node_overrides(const std::vector<std::string>& overrides, const std::string& node) {
+  MESHRL_ASSIGN_OR_RETURN(std::vector<config::Override> parsed, config::parse_overrides(overrides));
+  for (const config::Override& o : parsed)
+    if (!is_node_local(o.dotted()))
+      return invalid_argument("[node " + node + "] --" + config::clip_text(o.dotted()) +
+                              " is a setting of the run, which every node takes from the coordinator's manifest so that all "
+                              "of them train the same run; keys a node sets itself: " + node_local_keys_text() +
+                              " (and this machine's --threads, --device, --cache-dir, --state-dir)");
+  return Status::ok();
+}
+
 Result<MeshRunConfig> node_run_config(const std::string& manifest_toml, const std::vector<std::string>& overrides,
                                       const std::string& node) {
+  MESHRL_RETURN_IF_ERROR(check_node_overrides(overrides, node));
   MESHRL_ASSIGN_OR_RETURN(MeshRunConfig c, parse_mesh_run_config(manifest_toml, "manifest", overrides));
-  const std::set<std::string> own = keys_set_by(overrides);
+  std::set<std::string> own;
+  for (const config::Override& o : config::parse_overrides(overrides).value()) own.insert(o.dotted());
   const bool own_argv = own.count("task.command.argv") > 0, own_path = own.count("task.jsonl.path") > 0,
              own_adapter = own.count("lora.adapter") > 0;
   tasks::TaskConfig& t = c.run.task;
@@ -95,59 +99,34 @@ Result<NodeLocalConfig> load_node_file(const std::filesystem::path& path) {
   const std::string source = path.filename().string();
   auto text = read_file(path, uint64_t{1} << 20);
   if (!text.is_ok()) return Status(text.status().code(), "[node file] " + text.status().message());
-  toml::table root;
-  try {
-    root = toml::parse(text.value(), source);
-  } catch (const toml::parse_error& e) {
-    return invalid_argument(source + ":" + std::to_string(e.source().begin.line) + ":" + std::to_string(e.source().begin.column) +
-                            ": " + std::string(e.description()));
-  }
-  const std::string allowed = " a node file holds only model, task.command.argv, task.jsonl.path and lora.adapter";
-  auto string_of = [&](const toml::node& n, const std::string& key) -> Result<std::string> {
-    if (!n.is_string() || n.as_string()->get().empty())
-      return invalid_argument(source + ": " + key + " must be a non-empty string, got " + rl::toml_type_name(n) + " " + rl::toml_shown(n));
-    return n.as_string()->get();
-  };
+  MESHRL_ASSIGN_OR_RETURN(toml::table root, config::parse_toml(text.value(), source));
   NodeLocalConfig out;
-  for (auto&& [k, v] : root) {
-    const std::string key(k.str());
-    if (key == "model") {
-      MESHRL_ASSIGN_OR_RETURN(out.model, string_of(v, "model"));
-    } else if (key == "task" && v.is_table()) {
-      for (auto&& [tk, tv] : *v.as_table()) {
-        const std::string sub(tk.str());
-        if (sub == "jsonl" && tv.is_table()) {
-          for (auto&& [jk, jv] : *tv.as_table()) {
-            if (jk.str() != "path") return invalid_argument(source + ": unknown key 'task.jsonl." + std::string(jk.str()) + "';" + allowed);
-            MESHRL_ASSIGN_OR_RETURN(std::string p, string_of(jv, "task.jsonl.path"));
-            out.overrides.push_back("--task.jsonl.path=" + p);
-          }
-        } else if (sub == "command" && tv.is_table()) {
-          for (auto&& [ck, cv] : *tv.as_table()) {
-            if (ck.str() != "argv") return invalid_argument(source + ": unknown key 'task.command." + std::string(ck.str()) + "';" + allowed);
-            const toml::array* arr = cv.as_array();
-            json argv = json::array();
-            if (arr)
-              for (auto&& e : *arr)
-                if (e.is_string()) argv.push_back(e.as_string()->get());
-            if (!arr || arr->empty() || argv.size() != arr->size())
-              return invalid_argument(source + ": task.command.argv must be a non-empty array of strings, e.g. [\"python3\", \"verify.py\"], got " +
-                                      rl::toml_type_name(cv) + " " + rl::toml_shown(cv));
-            out.overrides.push_back("--task.command.argv=" + argv.dump());
-          }
-        } else {
-          return invalid_argument(source + ": unknown key 'task." + sub + "';" + allowed);
-        }
-      }
-    } else if (key == "lora" && v.is_table()) {
-      for (auto&& [lk, lv] : *v.as_table()) {
-        if (lk.str() != "adapter") return invalid_argument(source + ": unknown key 'lora." + std::string(lk.str()) + "';" + allowed);
-        MESHRL_ASSIGN_OR_RETURN(std::string p, string_of(lv, "lora.adapter"));
-        out.overrides.push_back("--lora.adapter=" + p);
-      }
-    } else {
-      return invalid_argument(source + ": unknown key '" + key + "';" + allowed + " (the rest of the run config comes from the coordinator)");
+  std::vector<std::string> argv;
+  std::string jsonl_path, adapter;
+  config::Section keys{"",
+                       {
+                           config::Field("model", &out.model, "model folder on this machine (--model)"),
+                           config::Field("task.command.argv", &argv, "this machine's verifier program (--task.command.argv)"),
+                           config::Field("task.jsonl.path", &jsonl_path, "this machine's prompts file (--task.jsonl.path)"),
+                           config::Field("lora.adapter", &adapter, "this machine's start adapter folder (--lora.adapter)"),
+                       },
+                       "; a node file holds only model, task.command.argv, task.jsonl.path and lora.adapter (the rest of the "
+                       "run config comes from the coordinator)"};
+  const config::Scope scope{source, ""};
+  std::vector<std::string> given;
+  MESHRL_RETURN_IF_ERROR(config::read_section(root, keys, scope, &given));
+  // In the order of the table, so the overrides do not depend on the order of the file.
+  for (const config::Field& f : keys.fields) {
+    if (std::find(given.begin(), given.end(), f.key) == given.end()) continue;
+    if (f.key == "task.command.argv") {
+      if (argv.empty() || argv[0].empty())
+        return invalid_argument(scope.name(f.key) + " must be a non-empty array of strings, e.g. [\"python3\", \"verify.py\"]");
+      out.overrides.push_back("--task.command.argv=" + json(argv).dump());
+      continue;
     }
+    const std::string& value = *std::get<std::string*>(f.ref);
+    if (value.empty()) return invalid_argument(scope.name(f.key) + " must be a non-empty string");
+    if (f.key != "model") out.overrides.push_back("--" + f.key + "=" + value);
   }
   return out;
 }

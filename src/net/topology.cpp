@@ -1,17 +1,17 @@
 #include "net/topology.h"
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "core/check.h"
 #include "core/file_io.h"
+#include "core/toml_document.h"
 
 namespace meshrl::net {
 
 namespace {
+
+using config::Field;
 
 constexpr double kMaxMbps = 1e6;      // 1 Tbit/s: anything above is a typo
 constexpr double kMaxMs = 60'000;     // a minute of RTT or jitter: likewise
@@ -21,60 +21,52 @@ std::pair<std::string, std::string> ordered(const std::string& a, const std::str
   return a < b ? std::make_pair(a, b) : std::make_pair(b, a);
 }
 
-std::string shown(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 bool valid_city_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
 }
 
-// A number (integer or float) in [lo, hi] (lo excluded when lo_open). `where` is "file: [section] key".
-Result<double> number_in(const toml::node& n, const std::string& where, double lo, bool lo_open, double hi) {
-  double v;
-  if (auto i = n.as_integer()) v = static_cast<double>(i->get());
-  else if (auto f = n.as_floating_point()) v = f->get();
-  else return invalid_argument(where + " must be a number");
-  if (!std::isfinite(v) || (lo_open ? v <= lo : v < lo) || v > hi)
-    return invalid_argument(where + " must be " + (lo_open ? "> " : ">= ") + shown(lo) + " and <= " + shown(hi) + ", got " + shown(v));
-  return v;
+// The keys outside any table; [cities.NAME] and [rtt_ms] hold names the file chooses and are read
+// by parse_city and parse_rtts.
+config::Section top_section(Topology& t, int64_t& version) {
+  return {"",
+          {
+              Field("version", &version, "format version"),
+              Field("coordinator", &t.coordinator, "the city the coordinator sits in"),
+              Field("seed", &t.seed, "jitter seed"),
+              Field("same_city_rtt_ms", &t.same_city_rtt_ms, "RTT between a node and a coordinator in one city").in(config::closed(0, kMaxMs)),
+          },
+          "; keys are version, coordinator, seed, same_city_rtt_ms, [cities.NAME], [rtt_ms]"};
+}
+
+config::Section city_section(City& c, const std::string& name) {
+  return {"cities." + name,
+          {
+              Field("uplink_mbps", &c.uplink_mbps, "home uplink, Mbit/s (10^6 bits/s)").in(config::open_closed(0, kMaxMbps)).must_be_given(),
+              Field("downlink_mbps", &c.downlink_mbps, "home downlink, Mbit/s").in(config::open_closed(0, kMaxMbps)).must_be_given(),
+              Field("jitter_ms", &c.jitter_ms, "jitter of links from this city").in(config::closed(0, kMaxMs)),
+          },
+          ""};
 }
 
 Status parse_city(const std::string& name, const toml::node& node, const std::string& source, City& city) {
-  const std::string section = source + ": [cities." + name + "]";
   if (!valid_city_name(name))
     return invalid_argument(source + ": city name '" + name + "' must be lowercase letters, digits or '_' (up to 64)");
+  const config::Scope scope{source, "cities." + name};
   const toml::table* t = node.as_table();
-  if (!t) return invalid_argument(section + " must be a table with uplink_mbps, downlink_mbps, jitter_ms");
+  if (!t) return invalid_argument(scope.where(config::position_of(node.source())) + " must be a table with uplink_mbps, downlink_mbps, jitter_ms");
   city.name = name;
-  bool has_up = false, has_down = false;
-  for (auto&& [k, v] : *t) {
-    const std::string key(k.str());
-    const std::string where = section + " " + key;
-    if (key == "uplink_mbps") {
-      MESHRL_ASSIGN_OR_RETURN(city.uplink_mbps, number_in(v, where, 0, true, kMaxMbps));
-      has_up = true;
-    } else if (key == "downlink_mbps") {
-      MESHRL_ASSIGN_OR_RETURN(city.downlink_mbps, number_in(v, where, 0, true, kMaxMbps));
-      has_down = true;
-    } else if (key == "jitter_ms") {
-      MESHRL_ASSIGN_OR_RETURN(city.jitter_ms, number_in(v, where, 0, false, kMaxMs));
-    } else {
-      return invalid_argument(section + " unknown key '" + key + "'; keys are uplink_mbps, downlink_mbps, jitter_ms");
-    }
-  }
-  if (!has_up) return invalid_argument(section + " uplink_mbps is missing");
-  if (!has_down) return invalid_argument(section + " downlink_mbps is missing");
-  return Status::ok();
+  config::Section s = city_section(city, name);
+  MESHRL_RETURN_IF_ERROR(config::read_section(*t, s, scope));
+  return config::check_fields(s, scope);
 }
 
 Status parse_rtts(const toml::table& t, const std::string& source, Topology& topo) {
+  const config::Scope scope{source, "rtt_ms"};
   for (auto&& [k, v] : t) {
     const std::string key(k.str());
-    const std::string where = source + ": [rtt_ms] \"" + key + "\"";
+    const std::string quoted = "\"" + key + "\"";
+    const std::string where = scope.name(quoted, config::position_of(k.source()));
     const size_t dash = key.find('-');
     if (dash == std::string::npos || key.find('-', dash + 1) != std::string::npos)
       return invalid_argument(where + ": keys are \"CITY-CITY\", e.g. \"paris-zurich\"");
@@ -83,7 +75,10 @@ Status parse_rtts(const toml::table& t, const std::string& source, Topology& top
       if (!topo.has_city(c)) return invalid_argument(where + ": unknown city '" + c + "'; add it under [cities." + c + "]");
     if (a == b) return invalid_argument(where + ": a city's RTT to itself is same_city_rtt_ms");
     if (topo.rtt_ms.count(ordered(a, b))) return invalid_argument(where + ": the pair " + a + "/" + b + " is given twice");
-    MESHRL_ASSIGN_OR_RETURN(double ms, number_in(v, where, 0, false, kMaxMs));
+    double ms = 0;
+    const Field f = Field(quoted, &ms, "round-trip time, ms").in(config::closed(0, kMaxMs));
+    MESHRL_RETURN_IF_ERROR(config::set_from_toml(f.ref, v, scope.name(quoted, config::position_of(v.source()))));
+    MESHRL_RETURN_IF_ERROR(config::check_field(f, scope));
     topo.rtt_ms[ordered(a, b)] = ms;
   }
   for (size_t i = 0; i < topo.cities.size(); ++i)
@@ -119,42 +114,31 @@ double Topology::rtt(const std::string& a, const std::string& b) const {
 }
 
 Result<Topology> parse_topology(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return invalid_argument(source + ":" + std::to_string(e.source().begin.line) + ":" + std::to_string(e.source().begin.column) +
-                            ": " + std::string(e.description()));
-  }
-  Topology topo;
+  MESHRL_ASSIGN_OR_RETURN(toml::table root, config::parse_toml(text, source));
   // Version first: a file of another version may mean other things by the same keys.
   const toml::node* version = root.get("version");
   if (!version) return invalid_argument(source + ": version is missing; this build reads version = " + std::to_string(kTopologyVersion));
   if (!version->as_integer() || version->as_integer()->get() != kTopologyVersion)
     return invalid_argument(source + ": version must be " + std::to_string(kTopologyVersion) + " (this build's topology format)");
 
+  Topology topo;
+  int64_t version_read = 0;
+  config::Section top = top_section(topo, version_read);
+  const config::Scope scope{source, ""};
   const toml::table* cities = nullptr;
   const toml::table* rtts = nullptr;
   for (auto&& [k, v] : root) {
     const std::string key(k.str());
-    const std::string where = source + ": " + key;
-    if (key == "version") continue;
-    if (key == "coordinator") {
-      if (!v.as_string()) return invalid_argument(where + " must be a string naming a city");
-      topo.coordinator = v.as_string()->get();
-    } else if (key == "seed") {
-      if (!v.as_integer() || v.as_integer()->get() < 0) return invalid_argument(where + " must be an integer >= 0");
-      topo.seed = static_cast<uint64_t>(v.as_integer()->get());
-    } else if (key == "same_city_rtt_ms") {
-      MESHRL_ASSIGN_OR_RETURN(topo.same_city_rtt_ms, number_in(v, where, 0, false, kMaxMs));
-    } else if (key == "cities") {
-      if (!(cities = v.as_table())) return invalid_argument(where + " must be a table of [cities.NAME] tables");
+    if (key == "cities") {
+      if (!(cities = v.as_table())) return invalid_argument(scope.name(key, config::position_of(v.source())) + " must be a table of [cities.NAME] tables");
     } else if (key == "rtt_ms") {
-      if (!(rtts = v.as_table())) return invalid_argument(where + " must be a table of \"CITY-CITY\" = milliseconds");
+      if (!(rtts = v.as_table()))
+        return invalid_argument(scope.name(key, config::position_of(v.source())) + " must be a table of \"CITY-CITY\" = milliseconds");
     } else {
-      return invalid_argument(source + ": unknown key '" + key + "'; keys are version, coordinator, seed, same_city_rtt_ms, [cities.NAME], [rtt_ms]");
+      MESHRL_RETURN_IF_ERROR(config::read_key(top, key, v, config::position_of(k.source()), scope));
     }
   }
+  MESHRL_RETURN_IF_ERROR(config::check_fields(top, scope));
   if (!cities || cities->empty()) return invalid_argument(source + ": [cities] is missing; list at least one [cities.NAME]");
   if (cities->size() > kMaxCities) return invalid_argument(source + ": [cities] lists more than " + std::to_string(kMaxCities) + " cities");
 

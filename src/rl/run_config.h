@@ -1,15 +1,16 @@
 // RunConfig: everything one training run needs — model, task, SFT warm start, GRPO, evaluation,
-// checkpoints — with the defaults in the structs, and the one place that reads it from a TOML run
-// file plus `--section.key=value` command-line overrides. Knows nothing about models or tensors:
-// it only produces validated values (configs/README.md documents every key).
+// checkpoints — with the defaults in the structs, and their field tables (core/config_fields.h),
+// through which a TOML run file and `--section.key=value` command-line overrides are read, checked
+// and written back. Knows nothing about models or tensors: it only produces validated values
+// (configs/README.md documents every key).
 //
-// Errors are one line naming the file, the section and the key:
+// Errors are one line naming the file, the section and the key (and, for a value of the file,
+// its line and column):
 //   "run.toml: [grpo] group_size must be >= 2, got 1"
-//   "run.toml: [grpo] unknown key 'group_sise'"
-//   "run.toml: [sft] lr must be a number, got string \"fast\""
+//   "run.toml:2:1: [grpo] unknown key 'group_sise'; see configs/README.md"
+//   "run.toml:4:6: [sft] lr must be a number, got string \"fast\""
 // Unknown sections, unknown keys, wrong types and out-of-range values are all errors; nothing is
-// silently defaulted. The [task] table is flattened to dotted pairs and handed to
-// tasks::task_config_from_pairs, which owns the task keys.
+// silently defaulted. The [task] keys are tasks::task_section's.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config_fields.h"
 #include "core/status.h"
 #include "tasks/task_config.h"
 
@@ -116,6 +118,10 @@ struct RunConfig {
   CheckpointSection checkpoint;
   LoraSection lora;
 };
+
+// The field tables of [model], [task], [sft], [grpo], [eval], [checkpoint] and [lora], in that
+// order, pointing into `config` (a mesh run file adds its [mesh] table to these).
+std::vector<config::Section> run_sections(RunConfig& config);
 
 // Parses TOML text. `source` names the file in messages ("run.toml"). `overrides` are command-line
 // arguments "--section.key=value" (or "section.key=value"), applied after the file, typed by the

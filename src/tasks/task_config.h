@@ -1,6 +1,7 @@
-// TaskConfig: everything that selects and shapes a task, with defaults in the struct, and the one
-// place that reads it from JSON or from flat dotted key/value pairs (what the TOML loader makes).
-// Knows nothing about TOML files or the CLI; the config layer hands us values already typed.
+// TaskConfig: everything that selects and shapes a task, with defaults in the struct, and its
+// field table (the [task] keys, core/config_fields.h), which a run file, command-line overrides
+// and the JSON form below are all read through, and the effective config written from. Knows
+// nothing about run files or the CLI beyond its own keys.
 //
 // JSON shape (every key optional; unknown keys and wrong types are errors naming the key):
 //   {"kind": "countdown", "format_reward": 0.1, "eval_fraction": 0.1, "n_eval": 500, "split_seed": 0,
@@ -13,7 +14,8 @@
 //                   "compare": "numeric", "tolerance": 1e-6, "on_bad_line": "stop",
 //                   "max_file_bytes": 1073741824, "stop": ["\n"]},
 //    "command":    {"argv": ["python3", "verify.py"], "timeout_ms": 5000, "max_output_bytes": 65536}}
-// The same as flat pairs: {"kind", "countdown"}, {"countdown.n_numbers", 4}, ...
+// The same as flat pairs: {"kind", "countdown"}, {"countdown.n_numbers", 4}, ...; in a run file
+// the [task] table, its sub-tables as dotted keys (arithmetic.digits).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config_fields.h"
 #include "core/status.h"
 
 namespace meshrl::tasks {
@@ -93,7 +96,14 @@ struct TaskConfig {
   CommandConfig command;
 };
 
-// Checks ranges and enumerations; `where` prefixes every message (e.g. "run.toml [task]").
+// The [task] keys as a field table: each kind's keys under its name ("arithmetic.digits"), their
+// ranges checked only while `kind` selects that kind (a config may carry sections it does not use).
+config::Section task_section(TaskConfig& cfg);
+
+// Checks ranges, enumerations and the relations between keys; `scope` names the keys in messages
+// ("run.toml: [task] n_eval must be in [1, 100000], got 0"). The string form names them
+// "<where>: n_eval" (e.g. where = "run.toml [task]").
+Status validate_task_config(const TaskConfig& cfg, const config::Scope& scope);
 Status validate_task_config(const TaskConfig& cfg, const std::string& where);
 
 // Reads the JSON shape above, then validates. Missing keys keep their defaults.

@@ -1,5 +1,5 @@
 // libFuzzer target for the run file (mesh/mesh_config.h -> rl/run_config.h -> tasks/task_config.h,
-// rl/config_field.h, toml++): the coordinator reads it from the operator, and every node reads the
+// core/config_fields.h, core/toml_document.h, toml++): the coordinator reads it from the operator, and every node reads the
 // effective config back from the manifest it is sent. Any bytes must give a config or a one-line
 // error, never a crash, an uncaught exception or a hang. Input: TOML text, optionally followed by
 // a line "---" and command-line overrides, one per line ("--grpo.lr=0.1", "--mesh.rounds=3").

@@ -2,6 +2,8 @@
 // (mesh/node_local_config.h), and the download caps a node sets from its own shapes (node.h):
 //   - a command task, a jsonl file, a start adapter or a model folder the node was not given is
 //     refused, naming the flag; given, the node's own value is used and the manifest's never is;
+//   - an override of any other key (the run's shared settings: inner_steps, lr, ...) is refused,
+//     naming the key and listing the keys a node sets itself;
 //   - a node file holds only those keys;
 //   - the cap on an fp32 download without zstd is exactly its encoded size, and zstd's worst case
 //     (random values) stays under the cap with zstd.
@@ -80,12 +82,41 @@ command.argv = ["/bin/sh", "-c", "id"]
 [grpo]
 lr = 0.001
 )";
-  auto c = node_run_config(run, {"--grpo.group_size=4"}, "paris");
+  auto c = node_run_config(run, {}, "paris");
   ASSERT_TRUE(c.is_ok()) << c.status().message();
   EXPECT_TRUE(c.value().run.task.command.argv.empty());
   EXPECT_TRUE(c.value().run.task.jsonl.path.empty());
-  EXPECT_EQ(c.value().run.grpo.lr, 0.001);        // the rest still comes from the manifest...
-  EXPECT_EQ(c.value().run.grpo.group_size, 4);    // ...with the node's overrides on top
+  EXPECT_EQ(c.value().run.grpo.lr, 0.001);  // the rest comes from the manifest
+}
+
+TEST(NodeLocalConfig, OverridesOfTheRunsSharedSettingsAreRefusedNamingTheKey) {
+  // Another H, lr or task on one node would make it train another run than the others; the
+  // machine's own threads and device are the flags --threads and --device.
+  const std::vector<std::vector<std::string>> shared = {
+      {"--mesh.inner_steps=8"}, {"--grpo.lr", "0.1"}, {"--model.threads=4"}, {"--task.kind=countdown"},
+      {"--task.jsonl.path=mine.jsonl", "--lora.rank=8"}, {"--task.command.timeout_ms=1"}, {"sft.steps=3"}};
+  const std::vector<std::string> named = {"--mesh.inner_steps", "--grpo.lr", "--model.threads", "--task.kind",
+                                          "--lora.rank", "--task.command.timeout_ms", "--sft.steps"};
+  for (size_t i = 0; i < shared.size(); ++i) {
+    const Status s = check_node_overrides(shared[i], "paris");
+    ASSERT_FALSE(s.is_ok()) << shared[i][0];
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message().rfind("[node paris] " + named[i] + " is a setting of the run", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find("keys a node sets itself: " + node_local_keys_text()), std::string::npos) << s.message();
+  }
+  // node_run_config refuses it too, before anything of the manifest is used.
+  auto c = node_run_config(kJsonlRun, {"--task.jsonl.path=data/train.jsonl", "--mesh.inner_steps=8"}, "dublin");
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_EQ(c.status().message(),
+            "[node dublin] --mesh.inner_steps is a setting of the run, which every node takes from the coordinator's manifest so "
+            "that all of them train the same run; keys a node sets itself: --model, --task.command.argv, --task.jsonl.path, "
+            "--lora.adapter (and this machine's --threads, --device, --cache-dir, --state-dir)");
+  // The node-local keys pass, in both forms; a malformed override is refused as the run config would.
+  EXPECT_TRUE(check_node_overrides({"--task.command.argv=[\"python3\", \"v.py\"]", "--task.jsonl.path", "p.jsonl",
+                                    "--lora.adapter=adapters/a"},
+                                   "paris")
+                  .is_ok());
+  EXPECT_NE(check_node_overrides({"--grpo"}, "paris").message().find("not an override"), std::string::npos);
 }
 
 TEST(NodeLocalConfig, AStartAdapterTheNodeWasNotGivenIsRefused) {
@@ -159,8 +190,17 @@ TEST_F(NodeFile, RefusesOtherKeysAndWrongTypes) {
   write("[task]\ncommand.argv = \"python3 verify.py\"\n");
   auto type = load_node_file(path_);
   ASSERT_FALSE(type.is_ok());
-  EXPECT_NE(type.status().message().find("task.command.argv must be a non-empty array of strings"), std::string::npos)
+  EXPECT_NE(type.status().message().find("task.command.argv must be an array of strings"), std::string::npos)
       << type.status().message();
+  write("[task]\ncommand.argv = []\n");
+  auto empty = load_node_file(path_);
+  ASSERT_FALSE(empty.is_ok());
+  EXPECT_NE(empty.status().message().find("task.command.argv must be a non-empty array of strings"), std::string::npos)
+      << empty.status().message();
+  write("model = \"\"\n");
+  auto no_model = load_node_file(path_);
+  ASSERT_FALSE(no_model.is_ok());
+  EXPECT_NE(no_model.status().message().find("model must be a non-empty string"), std::string::npos) << no_model.status().message();
   write("model = [\n");
   EXPECT_FALSE(load_node_file(path_).is_ok());
 }

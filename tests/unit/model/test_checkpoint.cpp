@@ -1,13 +1,13 @@
 // Hugging Face model folders: save/load (single file and shards), weight/config checks, refusals.
 //   cmake --build build --target test_model && build/tests/test_model --gtest_filter='Checkpoint*'
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
 #include "model/checkpoint.h"
 #include "model/safetensors_torch.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::model {
 namespace {
@@ -15,13 +15,6 @@ namespace fs = std::filesystem;
 
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "message: " << (haystack)
-
-fs::path temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("meshrl_ckpt_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 ModelConfig small_config(Arch arch = Arch::kLlama, bool tied = true) {
   ModelConfig c;
@@ -120,7 +113,8 @@ TEST(CheckpointCheck, ExplainsMismatches) {
 }
 
 TEST(Checkpoint, SaveLoadSingleFile) {
-  auto dir = temp_dir("single");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto c = small_config(Arch::kQwen2, /*tied=*/false);
   auto w = random_weights(c, 2, torch::kBFloat16);
   auto st = save_checkpoint(dir, c, w);
@@ -143,11 +137,11 @@ TEST(Checkpoint, SaveLoadSingleFile) {
   std::vector<std::pair<std::string, torch::Tensor>> again(ck->tensors.begin(), ck->tensors.end());
   ASSERT_TRUE(save_checkpoint(dir, ck->config, again).is_ok());
   EXPECT_EQ(read_file(dir / "model.safetensors").value(), before);
-  fs::remove_all(dir);
 }
 
 TEST(Checkpoint, SaveLoadShardsThenBackToOneFile) {
-  auto dir = temp_dir("shards");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto c = small_config();
   auto w = random_weights(c, 3);
   int64_t total = 0;
@@ -181,20 +175,20 @@ TEST(Checkpoint, SaveLoadShardsThenBackToOneFile) {
   EXPECT_FALSE(fs::exists(dir / "model.safetensors.index.json"));
   for (const auto& f : shard_files) EXPECT_FALSE(fs::exists(dir / f)) << f;
   expect_same_tensors(load_checkpoint(dir).value().tensors, w);
-  fs::remove_all(dir);
 }
 
 TEST(Checkpoint, ShardBudgetLargerThanModelGivesOneFile) {
-  auto dir = temp_dir("bigbudget");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto c = small_config();
   ASSERT_TRUE(save_checkpoint(dir, c, random_weights(c, 4), int64_t{1} << 30).is_ok());
   EXPECT_TRUE(fs::exists(dir / "model.safetensors"));
   EXPECT_FALSE(fs::exists(dir / "model.safetensors.index.json"));
-  fs::remove_all(dir);
 }
 
 TEST(Checkpoint, ShardErrorsNameIndexAndShard) {
-  auto dir = temp_dir("sharderr");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto c = small_config();
   auto w = random_weights(c, 5);
   ASSERT_TRUE(save_checkpoint(dir, c, w, 700).is_ok());
@@ -244,11 +238,11 @@ TEST(Checkpoint, ShardErrorsNameIndexAndShard) {
   ASSERT_TRUE(write_file_atomic(index_path, index_text).is_ok());
   ASSERT_TRUE(write_safetensors(dir / "model.safetensors", w).is_ok());
   EXPECT_CONTAINS(load_checkpoint(dir).status().message(), "holds both");
-  fs::remove_all(dir);
 }
 
 TEST(Checkpoint, RefusesPickleOnlyFolders) {
-  auto dir = temp_dir("pickle");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   ASSERT_TRUE(write_file_atomic(dir / "config.json", to_hf_config_json(small_config())).is_ok());
   ASSERT_TRUE(write_file_atomic(dir / "pytorch_model.bin", std::string("\x80\x02}q\x00.", 6)).is_ok());
   auto r = load_checkpoint(dir);
@@ -266,11 +260,11 @@ TEST(Checkpoint, RefusesPickleOnlyFolders) {
   auto empty = load_checkpoint(dir);
   EXPECT_EQ(empty.status().code(), StatusCode::kNotFound);
   EXPECT_CONTAINS(empty.status().message(), "has no model.safetensors");
-  fs::remove_all(dir);
 }
 
 TEST(Checkpoint, LoadRejectsMismatchAndMissingConfig) {
-  auto dir = temp_dir("mismatch");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto c = small_config();
   auto six = c;
   six.n_layers = 6;
@@ -283,11 +277,11 @@ TEST(Checkpoint, LoadRejectsMismatchAndMissingConfig) {
   EXPECT_CONTAINS(r.status().message(), "config.json says 2 layers, weights have 6 (model.layers.5.*)");
   EXPECT_CONTAINS(r.status().message(), dir.string());
   EXPECT_CONTAINS(load_checkpoint(dir / "nope").status().message(), "is not a folder");
-  fs::remove_all(dir);
 }
 
 TEST(Checkpoint, LoadDropsRotaryBuffersAndTiedHead) {
-  auto dir = temp_dir("drops");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto c = small_config();  // tied
   auto w = random_weights(c, 7);
   auto extra = w;
@@ -298,11 +292,11 @@ TEST(Checkpoint, LoadDropsRotaryBuffersAndTiedHead) {
   auto ck = load_checkpoint(dir);
   ASSERT_TRUE(ck.is_ok()) << ck.status().message();
   expect_same_tensors(ck->tensors, w);
-  fs::remove_all(dir);
 }
 
 TEST(Checkpoint, SaveRefusesBadInput) {
-  auto dir = temp_dir("savebad");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto c = small_config();
   auto w = random_weights(c, 8);
   w.pop_back();  // model.norm.weight
@@ -312,7 +306,6 @@ TEST(Checkpoint, SaveRefusesBadInput) {
   EXPECT_CONTAINS(save_checkpoint(dir, c, dup).message(), "duplicate tensor model.embed_tokens.weight");
   EXPECT_FALSE(save_checkpoint(dir, c, random_weights(c, 8), -1).is_ok());
   EXPECT_FALSE(fs::exists(dir / "model.safetensors"));
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -3,13 +3,13 @@
 //   /usr/bin/python3 tests/oracle/hf_fixtures.py --out tests/data/hf     (regenerate)
 //   cmake --build build --target test_model && build/tests/test_model --gtest_filter='CheckpointHfFixture*'
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.h"
 #include "model/checkpoint.h"
 #include "model/safetensors_torch.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::model {
 namespace {
@@ -86,14 +86,13 @@ TEST(CheckpointHfFixture, ResaveOfPythonFileIsByteIdentical) {
   // which follows the reference safetensors writer.
   for (const char* folder : {"llama_f32_tied", "qwen2_bf16_untied"}) {
     auto ck = load_checkpoint(kHf / folder).value();
-    auto dir = fs::temp_directory_path() / ("meshrl_hf_resave_" + std::to_string(::getpid()) + "_" + folder);
-    fs::remove_all(dir);
+    const test_support::TempDir tmp;
+    const fs::path dir = tmp.path() / folder;
     std::vector<std::pair<std::string, torch::Tensor>> tensors(ck.tensors.begin(), ck.tensors.end());
     auto st = save_checkpoint(dir, ck.config, tensors);
     ASSERT_TRUE(st.is_ok()) << st.message();
     EXPECT_EQ(read_file(dir / "model.safetensors").value(), read_file(kHf / folder / "model.safetensors").value())
         << folder;
-    fs::remove_all(dir);
   }
 }
 

@@ -7,23 +7,12 @@
 
 #include "model/param_specs.h"
 #include "model/transformer.h"
+#include "support/small_model.h"
 
 using namespace meshrl::model;
 
 namespace {
-ModelConfig small_config(bool bias, bool tied) {
-  ModelConfig c;
-  c.n_vocab = 61;
-  c.n_embd = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.n_ff = 48;
-  c.max_positions = 64;
-  c.attention_bias = bias;
-  c.tie_word_embeddings = tied;
-  return c;
-}
+using meshrl::test_support::small_model_config;
 
 // The weight name of a target in layer l, as hf_tensors() names it.
 std::string hf_weight(int64_t l, LoraTarget t) {
@@ -59,7 +48,7 @@ double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b)
 
 TEST(Lora, ForwardEqualsMergedWeights) {
   for (bool bias : {false, true}) {
-    const auto c = small_config(bias, /*tied=*/!bias);
+    const auto c = small_model_config(bias, /*tied=*/!bias);
     LoraConfig lora;
     lora.rank = 4;
     lora.alpha = 8;
@@ -83,7 +72,7 @@ TEST(Lora, ForwardEqualsMergedWeights) {
 }
 
 TEST(Lora, SomeTargetsOnly) {
-  const auto c = small_config(true, true);
+  const auto c = small_model_config(true, true);
   LoraConfig lora;
   lora.rank = 2;
   lora.targets = parse_lora_targets({"v_proj", "q", "down"}, "test").value();
@@ -95,7 +84,7 @@ TEST(Lora, SomeTargetsOnly) {
 }
 
 TEST(Lora, FreshAdapterChangesNothingAndOnlyBLearns) {
-  const auto c = small_config(false, true);
+  const auto c = small_model_config(false, true);
   Transformer m(c);
   m->init_weights(1, 0.2);
   auto tokens = torch::randint(0, c.n_vocab, {2, 6}, at::detail::createCPUGenerator(7), torch::kInt64);
@@ -121,7 +110,7 @@ TEST(Lora, FreshAdapterChangesNothingAndOnlyBLearns) {
 }
 
 TEST(Lora, AIsDrawnFromTheSeed) {
-  const auto c = small_config(false, true);
+  const auto c = small_model_config(false, true);
   LoraConfig lora;
   lora.seed = 42;
   auto a1 = lora_a_init(c, lora, 1, LoraTarget::kUp);
@@ -137,7 +126,7 @@ TEST(Lora, AIsDrawnFromTheSeed) {
 }
 
 TEST(Lora, InvalidConfigsAreRefused) {
-  Transformer m(small_config(false, true));
+  Transformer m(small_model_config(false, true));
   LoraConfig lora;
   lora.rank = 0;
   EXPECT_FALSE(m->attach_lora(lora).is_ok());
@@ -150,7 +139,7 @@ TEST(Lora, InvalidConfigsAreRefused) {
 // transformer_param_specs / lora_param_specs name exactly what the module registers, in order.
 TEST(ParamSpecs, MatchTheModule) {
   for (bool bias : {false, true}) {
-    const auto c = small_config(bias, !bias);
+    const auto c = small_model_config(bias, !bias);
     Transformer m(c);
     LoraConfig lora;
     lora.rank = 3;

@@ -3,7 +3,6 @@
 //   ctest --test-dir build -R AdapterIo
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -11,23 +10,14 @@
 #include "core/file_io.h"
 #include "model/lora_io.h"
 #include "model/safetensors_torch.h"
+#include "support/small_model.h"
+#include "support/temp_dir.h"
 
 using namespace meshrl::model;
 namespace fs = std::filesystem;
 
 namespace {
-ModelConfig cfg() {
-  ModelConfig c;
-  c.n_vocab = 50, c.n_embd = 32, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.n_ff = 48, c.max_positions = 32;
-  c.attention_bias = true;
-  return c;
-}
-
-fs::path temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("meshrl_adapter_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(d);
-  return d;
-}
+ModelConfig cfg() { return meshrl::test_support::small_model_config(/*attention_bias=*/true); }
 
 // A base with seeded weights and a trained-looking adapter (random B) saved into `dir`.
 Transformer saved_adapter(const fs::path& dir, const LoraConfig& lora) {
@@ -65,7 +55,8 @@ std::string load_error(const fs::path& dir) {
 }
 
 TEST(AdapterIo, RoundTripGivesTheSameForward) {
-  const auto dir = temp_dir("roundtrip");
+  const meshrl::test_support::TempDir tmp;
+  const fs::path dir = tmp.path() / "roundtrip";
   LoraConfig lora;
   lora.rank = 4;
   lora.alpha = 12;
@@ -93,19 +84,19 @@ TEST(AdapterIo, RoundTripGivesTheSameForward) {
   auto tokens = torch::randint(0, 50, {2, 6}, at::detail::createCPUGenerator(1), torch::kInt64);
   torch::NoGradGuard no_grad;
   EXPECT_TRUE(torch::equal(m->forward(tokens), trained->forward(tokens)));
-  fs::remove_all(dir);
 }
 
 TEST(AdapterIo, AllLinearShorthandIsEveryTarget) {
-  const auto dir = temp_dir("alllinear");
+  const meshrl::test_support::TempDir tmp;
+  const fs::path dir = tmp.path() / "alllinear";
   saved_adapter(dir, LoraConfig{});
   edit_config(dir, [](auto& j) { j["target_modules"] = "all-linear"; });
   EXPECT_EQ(load_adapter_config(dir).value().lora.targets.size(), 7u);
-  fs::remove_all(dir);
 }
 
 TEST(AdapterIo, WrongBaseIsRefused) {
-  const auto dir = temp_dir("wrongbase");
+  const meshrl::test_support::TempDir tmp;
+  const fs::path dir = tmp.path() / "wrongbase";
   saved_adapter(dir, LoraConfig{});
   Transformer other(cfg());
   other->init_weights(99, 0.1);  // same shapes, other weights
@@ -113,11 +104,11 @@ TEST(AdapterIo, WrongBaseIsRefused) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("hash"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("test-base"), std::string::npos);
-  fs::remove_all(dir);
 }
 
 TEST(AdapterIo, RankOrShapeMismatchIsRefused) {
-  const auto dir = temp_dir("rank");
+  const meshrl::test_support::TempDir tmp;
+  const fs::path dir = tmp.path() / "rank";
   LoraConfig lora;
   lora.rank = 4;
   saved_adapter(dir, lora);
@@ -125,11 +116,11 @@ TEST(AdapterIo, RankOrShapeMismatchIsRefused) {
   auto msg = load_error(dir);
   EXPECT_NE(msg.find("shape of"), std::string::npos) << msg;
   EXPECT_NE(msg.find("r = 8"), std::string::npos) << msg;
-  fs::remove_all(dir);
 }
 
 TEST(AdapterIo, UnknownOrMissingTargetsAreRefused) {
-  const auto dir = temp_dir("targets");
+  const meshrl::test_support::TempDir tmp;
+  const fs::path dir = tmp.path() / "targets";
   LoraConfig lora;
   lora.targets = parse_lora_targets({"q_proj"}, "test").value();
   saved_adapter(dir, lora);
@@ -147,18 +138,17 @@ TEST(AdapterIo, UnknownOrMissingTargetsAreRefused) {
   });
   msg = load_error(dir);
   EXPECT_NE(msg.find("use_dora"), std::string::npos) << msg;
-  fs::remove_all(dir);
 }
 
 TEST(AdapterIo, ExtraTensorIsRefused) {
-  const auto dir = temp_dir("extra");
+  const meshrl::test_support::TempDir tmp;
+  const fs::path dir = tmp.path() / "extra";
   LoraConfig lora;
   lora.targets = parse_lora_targets({"q_proj", "o_proj"}, "test").value();
   saved_adapter(dir, lora);
   edit_config(dir, [](auto& j) { j["target_modules"] = {"q_proj"}; });  // o_proj tensors now unexpected
   auto msg = load_error(dir);
   EXPECT_NE(msg.find("unexpected tensor"), std::string::npos) << msg;
-  fs::remove_all(dir);
 }
 
 }  // namespace

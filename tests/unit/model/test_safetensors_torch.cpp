@@ -1,21 +1,14 @@
 // Safetensors <-> libtorch: every dtype round-trips bit-exactly, re-saving is byte-identical.
 //   cmake --build build --target test_model && build/tests/test_model --gtest_filter='SafetensorsTorch*'
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "core/file_io.h"
 #include "model/safetensors_torch.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::model {
 namespace {
 namespace fs = std::filesystem;
-
-fs::path temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("meshrl_st_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 // Bit patterns, so NaN payloads and -0.0 count.
 bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
@@ -44,7 +37,8 @@ TEST(SafetensorsTorch, EveryDtypeRoundTripsExactly) {
       {"scalar", torch::tensor(2.5f)},
       {"empty", torch::zeros({0, 3})},
   };
-  auto dir = temp_dir("dtypes");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto st = write_safetensors(dir / "t.safetensors", in, {{"format", "pt"}, {"note", "hi"}});
   ASSERT_TRUE(st.is_ok()) << st.message();
   auto back = read_safetensors_with_metadata(dir / "t.safetensors");
@@ -58,11 +52,11 @@ TEST(SafetensorsTorch, EveryDtypeRoundTripsExactly) {
   }
   EXPECT_EQ(back->tensors.at("scalar").dim(), 0);
   EXPECT_TRUE(std::isnan(back->tensors.at("bf16")[24].item<float>()));
-  fs::remove_all(dir);
 }
 
 TEST(SafetensorsTorch, ReadTensorsOwnTheirMemory) {
-  auto dir = temp_dir("own");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   ASSERT_TRUE(write_safetensors(dir / "a.safetensors", {{"w", torch::arange(6, torch::kFloat32)}}).is_ok());
   auto back = read_safetensors(dir / "a.safetensors");
   ASSERT_TRUE(back.is_ok());
@@ -74,7 +68,8 @@ TEST(SafetensorsTorch, ReadTensorsOwnTheirMemory) {
 
 TEST(SafetensorsTorch, ResaveIsByteIdentical) {
   torch::manual_seed(3);
-  auto dir = temp_dir("resave");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   std::vector<std::pair<std::string, torch::Tensor>> in = {
       {"b.weight", torch::randn({4, 3})}, {"a.weight", torch::randn({2})}, {"c.ids", torch::arange(5)}};
   ASSERT_TRUE(write_safetensors(dir / "1.safetensors", in, {{"format", "pt"}}).is_ok());
@@ -82,33 +77,33 @@ TEST(SafetensorsTorch, ResaveIsByteIdentical) {
   std::vector<std::pair<std::string, torch::Tensor>> again(back.begin(), back.end());
   ASSERT_TRUE(write_safetensors(dir / "2.safetensors", again, {{"format", "pt"}}).is_ok());
   EXPECT_EQ(read_file(dir / "1.safetensors").value(), read_file(dir / "2.safetensors").value());
-  fs::remove_all(dir);
 }
 
 TEST(SafetensorsTorch, NonContiguousInputIsWrittenByValue) {
-  auto dir = temp_dir("noncontig");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto base = torch::arange(12, torch::kFloat32).reshape({3, 4});
   auto t = base.t();  // [4, 3], strided
   ASSERT_TRUE(write_safetensors(dir / "t.safetensors", {{"t", t}, {"n", base.narrow(1, 1, 2)}}).is_ok());
   auto back = read_safetensors(dir / "t.safetensors").value();
   EXPECT_TRUE(torch::equal(back.at("t"), t));
   EXPECT_TRUE(torch::equal(back.at("n"), base.narrow(1, 1, 2)));
-  fs::remove_all(dir);
 }
 
 TEST(SafetensorsTorch, RejectsBadBoolBytes) {
-  auto dir = temp_dir("bool");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto file = build_safetensors_file({{"flags", Dtype::BOOL, {3}, std::string("\x01\x00\x02", 3)}}, {}).value();
   ASSERT_TRUE(write_file_atomic(dir / "b.safetensors", file).is_ok());
   auto r = read_safetensors(dir / "b.safetensors");
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("tensor 'flags'"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("BOOL byte 2"), std::string::npos) << r.status().message();
-  fs::remove_all(dir);
 }
 
 TEST(SafetensorsTorch, ReportsFileErrors) {
-  auto dir = temp_dir("errors");
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path();
   auto missing = read_safetensors(dir / "nope.safetensors");
   ASSERT_FALSE(missing.is_ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
@@ -124,7 +119,6 @@ TEST(SafetensorsTorch, ReportsFileErrors) {
   ASSERT_FALSE(cut.is_ok());
   EXPECT_NE(cut.status().message().find("tensor 'w', field 'data_offsets'"), std::string::npos)
       << cut.status().message();
-  fs::remove_all(dir);
 }
 
 TEST(SafetensorsTorch, RejectsUnsupportedTensors) {

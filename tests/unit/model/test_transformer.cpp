@@ -4,23 +4,12 @@
 #include <torch/torch.h>
 
 #include "model/transformer.h"
+#include "support/small_model.h"
 
 using namespace meshrl::model;
 
 namespace {
-ModelConfig small_config(bool bias = false, bool tied = true) {
-  ModelConfig c;
-  c.n_vocab = 61;
-  c.n_embd = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.n_ff = 48;
-  c.max_positions = 64;
-  c.attention_bias = bias;
-  c.tie_word_embeddings = tied;
-  return c;
-}
+using meshrl::test_support::small_model_config;
 
 // Naive HF-style forward: separate projections, repeat_kv, full causal attention.
 torch::Tensor naive_forward(TransformerImpl& m, const torch::Tensor& tokens) {
@@ -73,7 +62,7 @@ class TransformerParity : public ::testing::TestWithParam<std::tuple<bool, bool>
 TEST_P(TransformerParity, FusedForwardMatchesNaiveHfMath) {
   torch::NoGradGuard ng;
   auto [bias, tied] = GetParam();
-  Transformer m(small_config(bias, tied));
+  Transformer m(small_model_config(bias, tied));
   m->init_weights(7, 0.2);
   if (bias)
     for (auto& [n, t] : m->hf_tensors())
@@ -89,7 +78,7 @@ INSTANTIATE_TEST_SUITE_P(BiasTied, TransformerParity,
 
 TEST(Transformer, CachedDecodeMatchesFullForwardTokenByToken) {
   torch::NoGradGuard ng;
-  Transformer m(small_config(true, false));
+  Transformer m(small_model_config(true, false));
   m->init_weights(3, 0.2);
   auto tokens = torch::randint(61, {2, 12}, torch::kInt64);
   auto full = m->forward(tokens);  // [2, 12, V]
@@ -105,7 +94,7 @@ TEST(Transformer, CachedDecodeMatchesFullForwardTokenByToken) {
 
 TEST(Transformer, LeftPaddedRowMatchesUnpaddedRow) {
   torch::NoGradGuard ng;
-  Transformer m(small_config());
+  Transformer m(small_model_config());
   m->init_weights(5, 0.2);
   auto row = torch::randint(1, 61, {1, 6}, torch::kInt64);
   auto alone = m->forward(row).select(1, 5);
@@ -118,7 +107,7 @@ TEST(Transformer, LeftPaddedRowMatchesUnpaddedRow) {
 }
 
 TEST(Transformer, HfTensorsAreViewsAndRoundTripThroughLoad) {
-  Transformer a(small_config(true, false)), b(small_config(true, false));
+  Transformer a(small_model_config(true, false)), b(small_model_config(true, false));
   a->init_weights(1);
   b->init_weights(2);
   std::map<std::string, torch::Tensor> named;
@@ -137,7 +126,7 @@ TEST(Transformer, HfTensorsAreViewsAndRoundTripThroughLoad) {
 }
 
 TEST(Transformer, SeededInitIsReproducible) {
-  Transformer a(small_config()), b(small_config());
+  Transformer a(small_model_config()), b(small_model_config());
   a->init_weights(42);
   b->init_weights(42);
   for (size_t i = 0; i < a->parameters().size(); ++i) EXPECT_TRUE(torch::equal(a->parameters()[i], b->parameters()[i]));
@@ -149,7 +138,7 @@ TEST(Transformer, SeededInitIsReproducible) {
 // math: same logits, same gradient for every parameter, for grouped (G = 2) and plain (G = 1) heads.
 TEST(TrainAttention, ValuesAndGradientsMatchThePlainPath) {
   for (const int64_t kv_heads : {2, 4}) {
-    auto c = small_config(/*bias=*/true);
+    auto c = small_model_config(/*bias=*/true);
     c.n_kv_heads = kv_heads;
     Transformer m(c);
     m->init_weights(7, 0.2);

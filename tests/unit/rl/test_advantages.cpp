@@ -1,5 +1,5 @@
 // Group-relative advantages, with numbers worked out by hand:
-//   ctest --test-dir build-rl -R 'Advantages' --output-on-failure
+//   ctest --test-dir build -R 'Advantages' --output-on-failure
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "micro_policy.h"
 #include "rl/evaluate.h"
 #include "rl/trainer.h"
+#include "support/micro_policy.h"
 
 namespace meshrl::rl {
 namespace {
@@ -37,7 +37,7 @@ void expect_monotone_to_total(const Calls& calls, int64_t total) {
 TEST(EvalProgress, GreedyAndSampledRowsReachTheTotal) {
   const auto task = one_digit_addition(20);
   ASSERT_GE(task->n_eval(), 7u);  // 1-digit addition holds out 10 of its 100 problems
-  auto policy = testing::micro_policy(3);
+  auto policy = test_support::micro_policy(3);
   EvalOptions o;
   o.n_problems = 7;
   o.pass_k = 2;
@@ -63,7 +63,7 @@ TEST(EvalProgress, TrainerForwardsTheCallback) {
   e.max_new_tokens = 3;
   GrpoSection g;
   g.max_new_tokens = 3;
-  GrpoTrainer t(testing::micro_policy(4), one_digit_addition(20), g, e);
+  GrpoTrainer t(test_support::micro_policy(4), one_digit_addition(20), g, e);
   Calls calls;
   const EvalResult r = t.evaluate([&](int64_t done, int64_t total) { calls.emplace_back(done, total); }).value();
   EXPECT_EQ(r.n_problems, 7);

@@ -1,6 +1,6 @@
 // The GRPO clipped surrogate on tensors written out by hand, and its gradient against central
 // finite differences:
-//   ctest --test-dir build-rl -R 'GrpoLoss' --output-on-failure
+//   ctest --test-dir build -R 'GrpoLoss' --output-on-failure
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

@@ -6,7 +6,6 @@
 
 #include <filesystem>
 
-#include "micro_policy.h"
 #include "model/lora_io.h"
 #include "rl/lora_setup.h"
 #include "rl/optimizer.h"
@@ -14,6 +13,8 @@
 #include "rl/run_config.h"
 #include "rl/train_run.h"
 #include "rl/trainer.h"
+#include "support/micro_policy.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::rl {
 namespace {
@@ -52,7 +53,7 @@ TEST(LoraRunConfig, SectionParsesAndIsChecked) {
 }
 
 TEST(LoraTraining, OptimizerMovesOnlyB) {
-  auto policy = testing::micro_policy(1);
+  auto policy = test_support::micro_policy(1);
   LoraSection s;
   s.rank = 4;
   ASSERT_TRUE(setup_lora(s, *policy.model, "test").value());
@@ -80,9 +81,9 @@ TEST(LoraTraining, OptimizerMovesOnlyB) {
 }
 
 TEST(LoraTraining, RunTrainsAdaptersAndCheckpointsThem) {
-  const fs::path init = fs::path(::testing::TempDir()) / "meshrl_rl_lora_init";
-  fs::remove_all(init);
-  auto policy = testing::micro_policy(2);
+  const test_support::TempDir tmp;
+  const fs::path init = tmp.path() / "init";
+  auto policy = test_support::micro_policy(2);
   ASSERT_TRUE(save_policy_folder(init, policy.model, *policy.tokenizer, "tiny").is_ok());
   RunConfig c;
   c.model.init = init.string();
@@ -97,8 +98,7 @@ TEST(LoraTraining, RunTrainsAdaptersAndCheckpointsThem) {
   c.eval.n_eval = 4;
   c.lora.rank = 2;
   c.lora.targets = "q_proj,down_proj";
-  const fs::path run = fs::path(::testing::TempDir()) / "meshrl_rl_lora_run";
-  fs::remove_all(run);
+  const fs::path run = tmp.path() / "run";
   std::vector<std::string> lines;
   TrainRunCallbacks cb;
   cb.log = [&](const std::string& s) { lines.push_back(s); };

@@ -89,13 +89,19 @@ TEST(Optimizer, NonFiniteGradientSkipsTheUpdate) {
 }
 
 TEST(Optimizer, ClipsBeforeTheStep) {
+  // Adam's first step is lr * g / (|g| + eps): scale-free but for eps, so eps = 1 makes the step's
+  // size show the gradient's and hence the clip. Clipped to norm 1, g = (30, 40) / 50 = (0.6, 0.8):
+  // w = -0.1 * (0.6 / 1.6, 0.8 / 1.8). Unclipped it would be -0.1 * (30 / 31, 40 / 41) = (-0.097, -0.098).
   auto w = torch::zeros({1, 2}, torch::requires_grad());
   OptimizerConfig c;
-  c.schedule = {0.1, 0, 10, 1.0};
+  c.schedule = {0.1, 0, 10, 1.0};  // constant lr 0.1
   c.grad_clip = 1.0;
+  c.eps = 1.0;
   Optimizer opt({w}, c);
   w.mutable_grad() = torch::tensor({{30.0f, 40.0f}});
-  EXPECT_NEAR(opt.step().grad_norm, 50.0, 1e-4);
+  EXPECT_NEAR(opt.step().grad_norm, 50.0, 1e-4);  // reported before clipping
+  EXPECT_NEAR(w[0][0].item<float>(), -0.1 * 0.6 / 1.6, 1e-6);
+  EXPECT_NEAR(w[0][1].item<float>(), -0.1 * 0.8 / 1.8, 1e-6);
 }
 
 OptimizerConfig pooled_config(double K) {

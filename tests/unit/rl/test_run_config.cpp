@@ -100,14 +100,14 @@ TEST(RunConfig, OverrideValueGivenApartMustBeUtf8) {
 }
 
 TEST(RunConfig, UnknownKeysAndSectionsAreErrors) {
-  EXPECT_EQ(error_of("[grpo]\ngroup_sise = 4\n"), "run.toml: [grpo] unknown key 'group_sise'; see configs/README.md");
+  EXPECT_EQ(error_of("[grpo]\ngroup_sise = 4\n"), "run.toml:2:1: [grpo] unknown key 'group_sise'; see configs/README.md");
   EXPECT_NE(error_of("[gpro]\nsteps = 4\n").find("unknown section [gpro]"), std::string::npos);
   EXPECT_NE(error_of("steps = 4\n").find("unknown top-level key 'steps'"), std::string::npos);
   EXPECT_NE(error_of("[task]\narithmetic.digitz = 2\n").find("arithmetic.digitz"), std::string::npos);
 }
 
 TEST(RunConfig, WrongTypesNameTheKeyAndWhatArrived) {
-  EXPECT_EQ(error_of("[grpo]\nlr = \"fast\"\n"), "run.toml: [grpo] lr must be a number, got string \"fast\"");
+  EXPECT_EQ(error_of("[grpo]\nlr = \"fast\"\n"), "run.toml:2:6: [grpo] lr must be a number, got string \"fast\"");
   EXPECT_NE(error_of("[grpo]\nsteps = 1.5\n").find("[grpo] steps must be an integer, got float"), std::string::npos);
   EXPECT_NE(error_of("[grpo]\nnormalize_std = 1\n").find("[grpo] normalize_std must be true or false"), std::string::npos);
   EXPECT_NE(error_of("[grpo]\nseed = -3\n").find("[grpo] seed must be a non-negative integer"), std::string::npos);

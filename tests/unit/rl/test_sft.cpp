@@ -4,25 +4,20 @@
 
 #include <filesystem>
 
-#include "micro_policy.h"
 #include "model/model_io.h"
 #include "rl/evaluate.h"
 #include "rl/policy_folder.h"
 #include "rl/sft.h"
 #include "rl/warm_start.h"
 #include "rollout/policy.h"
+#include "support/micro_policy.h"
+#include "support/temp_dir.h"
 #include "tasks/task.h"
 
 namespace meshrl::rl {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("meshrl_rl_" + name);
-  fs::remove_all(d);
-  return d;
-}
 
 std::unique_ptr<tasks::Task> one_digit_addition() {
   tasks::TaskConfig c;
@@ -53,7 +48,7 @@ TEST(Sft, BatchMasksThePromptAndKeepsTheStopNewline) {
 
 TEST(Sft, LossFallsOnOneDigitAddition) {
   torch::manual_seed(0);
-  auto policy = testing::micro_policy(1);
+  auto policy = test_support::micro_policy(1);
   auto task = one_digit_addition();
   SftSection c;
   c.steps = 60;
@@ -70,7 +65,7 @@ TEST(Sft, LossFallsOnOneDigitAddition) {
 
 TEST(Sft, StopsOnceTrainingAccuracyReachesTheTarget) {
   torch::manual_seed(0);
-  auto policy = testing::micro_policy(1);
+  auto policy = test_support::micro_policy(1);
   auto task = one_digit_addition();
   SftSection c;
   c.steps = 600;
@@ -109,7 +104,7 @@ TEST(Sft, StopsOnceTrainingAccuracyReachesTheTarget) {
 
 TEST(Sft, UnreachedTargetRunsEveryStep) {
   torch::manual_seed(0);
-  auto policy = testing::micro_policy(1);
+  auto policy = test_support::micro_policy(1);
   auto task = one_digit_addition();
   SftSection c;
   c.steps = 30;
@@ -142,8 +137,9 @@ TEST(Sft, TaskWithoutSolutionsIsAnErrorNamingTheProblem) {
 }
 
 TEST(PolicyFolder, CharPolicyLoadsBackWithIdenticalLogits) {
-  auto policy = testing::micro_policy(3);
-  const fs::path dir = fresh_dir("policy_folder");
+  auto policy = test_support::micro_policy(3);
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path() / "policy_folder";
   ASSERT_TRUE(save_policy_folder(dir, policy.model, *policy.tokenizer, "tiny").is_ok());
   EXPECT_TRUE(fs::exists(dir / "config.json"));
   EXPECT_TRUE(fs::exists(dir / "model.safetensors"));
@@ -158,15 +154,15 @@ TEST(PolicyFolder, CharPolicyLoadsBackWithIdenticalLogits) {
   EXPECT_TRUE(torch::equal(policy.model->forward(x), back.model->forward(x)));
   // Saving again over the folder replaces it (atomic swap), leaving no temp folders behind.
   ASSERT_TRUE(save_policy_folder(dir, policy.model, *policy.tokenizer, "tiny").is_ok());
-  int entries = 0;
-  for (auto& e : fs::directory_iterator(dir.parent_path()))
-    if (e.path().filename().string().find(".meshrl_rl_policy_folder") == 0) ++entries;
-  EXPECT_EQ(entries, 0);
+  std::vector<std::string> entries;
+  for (auto& e : fs::directory_iterator(tmp.path())) entries.push_back(e.path().filename().string());
+  EXPECT_EQ(entries, std::vector<std::string>{"policy_folder"});
 }
 
 TEST(PolicyFolder, BadMarkerIsRefusedNamingTheField) {
-  auto policy = testing::micro_policy(3);
-  const fs::path dir = fresh_dir("bad_marker");
+  auto policy = test_support::micro_policy(3);
+  const test_support::TempDir tmp;
+  const fs::path dir = tmp.path() / "bad_marker";
   ASSERT_TRUE(save_policy_folder(dir, policy.model, *policy.tokenizer, "tiny").is_ok());
   std::FILE* f = std::fopen((dir / rollout::kCharTokenizerMarker).c_str(), "w");
   std::fputs("{\"type\": \"char\", \"n_vocab\": 100}", f);
@@ -182,7 +178,8 @@ TEST(WarmStart, SecondRunReusesTheCachedFolder) {
   c.task.arithmetic.digits = 1;
   c.sft.steps = 2;
   c.sft.batch_size = 2;
-  c.sft.cache_dir = fresh_dir("sft_cache").string();
+  const test_support::TempDir tmp;
+  c.sft.cache_dir = (tmp.path() / "sft_cache").string();
   auto first = ensure_warm_start(c).value();
   EXPECT_TRUE(first.trained);
   EXPECT_FALSE(first.cached);

@@ -1,31 +1,20 @@
 // Token log-probs against log_softmax + gather of the model's full forward, values and gradients:
-//   ctest --test-dir build-rl -R 'TokenLogprobs' --output-on-failure
+//   ctest --test-dir build -R 'TokenLogprobs' --output-on-failure
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "core/check.h"
 #include "model/transformer.h"
 #include "rl/token_logprobs.h"
+#include "support/small_model.h"
 
 using namespace meshrl;
 using namespace meshrl::rl;
 
 namespace {
 
-model::ModelConfig tiny_config() {
-  model::ModelConfig c;
-  c.n_vocab = 61;
-  c.n_embd = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.n_ff = 48;
-  c.max_positions = 64;
-  return c;
-}
-
 model::Transformer make_model() {
-  model::Transformer m(tiny_config());
+  model::Transformer m(test_support::small_model_config());
   m->init_weights(5, 0.2);  // large std: peaked distributions, so errors would show
   return m;
 }

@@ -8,23 +8,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "micro_policy.h"
 #include "rl/policy_folder.h"
 #include "rl/sft.h"
 #include "rl/train_run.h"
 #include "rl/trainer.h"
 #include "rollout/policy.h"
+#include "support/micro_policy.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::rl {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("meshrl_rl_" + name);
-  fs::remove_all(d);
-  return d;
-}
 
 tasks::TaskConfig one_digit_addition() {
   tasks::TaskConfig c;
@@ -52,7 +47,7 @@ TEST(Trainer, NamedStepsProduceGroupedScoredRollouts) {
   GrpoSection g = small_grpo(0);
   g.prompts_per_step = 3;
   g.group_size = 4;
-  GrpoTrainer t(testing::micro_policy(0), task, g);
+  GrpoTrainer t(test_support::micro_policy(0), task, g);
   const auto problems = t.sample_prompts();
   ASSERT_EQ(problems.size(), 3u);
   EXPECT_EQ(t.sample_prompts()[1].id, problems[1].id);  // same step, same prompts
@@ -88,7 +83,7 @@ TEST(Trainer, StepsAreReproducibleFromTheSeed) {
   GrpoSection g = small_grpo(5);
   g.prompts_per_step = 2;
   g.group_size = 3;
-  GrpoTrainer a(testing::micro_policy(0), task, g), b(testing::micro_policy(0), task, g);
+  GrpoTrainer a(test_support::micro_policy(0), task, g), b(test_support::micro_policy(0), task, g);
   for (int s = 0; s < 2; ++s) {
     auto ma = a.step().value(), mb = b.step().value();
     EXPECT_EQ(ma.reward_mean, mb.reward_mean);
@@ -104,10 +99,10 @@ TEST(Trainer, KlReferenceOnlyWhenAskedAndFrozen) {
   GrpoSection g = small_grpo(1);
   g.prompts_per_step = 4;
   g.group_size = 4;
-  EXPECT_FALSE(GrpoTrainer(testing::micro_policy(0), task, g).has_reference());
+  EXPECT_FALSE(GrpoTrainer(test_support::micro_policy(0), task, g).has_reference());
   g.kl_coef = 0.1;
   g.lr = 1e-2;
-  GrpoTrainer t(testing::micro_policy(0), task, g);
+  GrpoTrainer t(test_support::micro_policy(0), task, g);
   ASSERT_TRUE(t.has_reference());
   // Force a signal so the policy moves away from the reference.
   auto r = t.generate_rollouts(t.sample_prompts()).value();
@@ -134,9 +129,9 @@ TEST(Trainer, PooledSecondMomentStepsAlongTheWholeBatchGradient) {
   g.lr = 1e-3;
   g.warmup_steps = 0;
   g.grad_clip = 0;
-  GrpoTrainer plain(testing::micro_policy(0), task, g);
+  GrpoTrainer plain(test_support::micro_policy(0), task, g);
   g.adam_pooled_batches = 4;
-  GrpoTrainer pooled(testing::micro_policy(0), task, g);
+  GrpoTrainer pooled(test_support::micro_policy(0), task, g);
   auto r = plain.generate_rollouts(plain.sample_prompts()).value();
   ASSERT_TRUE(plain.score(r).is_ok());
   // A known signal in every group, so that both halves have groups to learn from.
@@ -168,7 +163,7 @@ TEST(Trainer, PooledSecondMomentStepsAlongTheWholeBatchGradient) {
 // beat the first steps'. Margin from 5 seeds (see the comment in the test body).
 double reward_gain(uint64_t seed) {
   torch::manual_seed(seed);
-  auto policy = testing::micro_policy(seed);
+  auto policy = test_support::micro_policy(seed);
   auto task = make(one_digit_addition());
   SftSection sft;
   sft.steps = 120;
@@ -197,8 +192,9 @@ TEST(Trainer, SeededShortRunRaisesTheReward) {
 
 TEST(TrainRun, WritesMetricsCheckpointsAndSummary) {
   // A micro model saved as a folder, used as model.init (no SFT), 2 GRPO steps.
-  const fs::path init = fresh_dir("run_init");
-  auto policy = testing::micro_policy(2);
+  const test_support::TempDir tmp;
+  const fs::path init = tmp.path() / "run_init";
+  auto policy = test_support::micro_policy(2);
   ASSERT_TRUE(save_policy_folder(init, policy.model, *policy.tokenizer, "tiny").is_ok());
   RunConfig c;
   c.model.init = init.string();
@@ -209,7 +205,7 @@ TEST(TrainRun, WritesMetricsCheckpointsAndSummary) {
   c.grpo.group_size = 2;
   c.eval.n_eval = 5;
   c.checkpoint.every_steps = 1;
-  const fs::path run = fresh_dir("run");
+  const fs::path run = tmp.path() / "run";
   std::vector<std::string> lines;
   TrainRunCallbacks cb;
   cb.log = [&](const std::string& s) { lines.push_back(s); };

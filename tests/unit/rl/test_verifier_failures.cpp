@@ -9,23 +9,17 @@
 #include <filesystem>
 #include <fstream>
 
-#include "micro_policy.h"
 #include "rl/evaluate.h"
 #include "rl/run_config.h"
 #include "rl/trainer.h"
+#include "support/micro_policy.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::rl {
 namespace {
 
 namespace fs = std::filesystem;
 using tasks::VerifierFailure;
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("meshrl_rl_vf_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 tasks::Score reward(double r) { return tasks::make_score(r >= 1, true, 0, "scripted"); }
 tasks::Score failure(VerifierFailure f) {
@@ -79,7 +73,7 @@ GrpoSection two_groups_of_four() {
 
 TEST(VerifierFailures, FailedRowsAreMaskedFromAdvantagesAndCountedByKind) {
   auto task = std::make_shared<ScriptedTask>(two_groups_with_failures());
-  GrpoTrainer t(testing::micro_policy(0), task, two_groups_of_four());
+  GrpoTrainer t(test_support::micro_policy(0), task, two_groups_of_four());
   auto r = t.generate_rollouts(t.sample_prompts()).value();
   ASSERT_TRUE(t.score(r).is_ok());
   EXPECT_TRUE(torch::equal(r.scored, torch::tensor({true, false, true, true, false, false, true, true}))) << r.scored;
@@ -106,7 +100,7 @@ TEST(VerifierFailures, AFailedRowHasZeroLossWeight) {
   auto task = std::make_shared<ScriptedTask>(two_groups_with_failures());
   GrpoSection g = two_groups_of_four();
   g.filter_equal_groups = false;  // also when no group is dropped
-  GrpoTrainer a(testing::micro_policy(0), task, g), b(testing::micro_policy(0), task, g);
+  GrpoTrainer a(test_support::micro_policy(0), task, g), b(test_support::micro_policy(0), task, g);
   auto r = a.generate_rollouts(a.sample_prompts()).value();
   ASSERT_TRUE(a.score(r).is_ok());
   const auto adv = a.compute_advantages(r);
@@ -122,7 +116,7 @@ TEST(VerifierFailures, AFailedRowHasZeroLossWeight) {
 
 TEST(VerifierFailures, StepGoesOnAndReportsFailuresInItsMetrics) {
   auto task = std::make_shared<ScriptedTask>(two_groups_with_failures());
-  GrpoTrainer t(testing::micro_policy(0), task, two_groups_of_four());
+  GrpoTrainer t(test_support::micro_policy(0), task, two_groups_of_four());
   auto m = t.step();
   ASSERT_TRUE(m.is_ok()) << m.status().message();
   EXPECT_EQ(m->samples, 8);
@@ -142,9 +136,10 @@ TEST(VerifierFailures, StepGoesOnAndReportsFailuresInItsMetrics) {
 // n % 8 == 1, crashes when n % 8 == 3, prints garbage when n % 8 == 5, else gives reward
 // (n / 2) % 2: calls 0, 2, 4, 6, 7 of every 8 give 0, 1, 0, 1, 1.
 struct CountingVerifier {
-  fs::path dir;
+  test_support::TempDir tmp;
+  fs::path dir = tmp.path();
   std::string prompts, script;
-  explicit CountingVerifier(const std::string& name) : dir(fresh_dir(name)) {
+  CountingVerifier() {
     prompts = (dir / "p.jsonl").string();
     std::ofstream p(prompts);
     for (int i = 0; i < 40; ++i) p << "{\"prompt\": \"" << i % 10 << "+" << i / 10 << "=\"}\n";
@@ -176,9 +171,9 @@ struct CountingVerifier {
 };
 
 TEST(VerifierFailures, RunGoesOnWithACommandVerifierThatFailsSometimes) {
-  CountingVerifier v("goes_on");
+  CountingVerifier v;
   std::shared_ptr<const tasks::Task> task = tasks::make_task(v.config(0.5, 8)).value();  // 4 of 8 may fail
-  GrpoTrainer t(testing::micro_policy(0), task, two_groups_of_four());
+  GrpoTrainer t(test_support::micro_policy(0), task, two_groups_of_four());
   for (int s = 0; s < 2; ++s) {
     auto m = t.step();
     ASSERT_TRUE(m.is_ok()) << m.status().message();
@@ -191,9 +186,9 @@ TEST(VerifierFailures, RunGoesOnWithACommandVerifierThatFailsSometimes) {
 }
 
 TEST(VerifierFailures, PastTheRateTheStepStopsWithTheVerifiersError) {
-  CountingVerifier v("stops");
+  CountingVerifier v;
   std::shared_ptr<const tasks::Task> task = tasks::make_task(v.config(0.25, 8)).value();  // 2 of 8 may fail
-  GrpoTrainer t(testing::micro_policy(0), task, two_groups_of_four());
+  GrpoTrainer t(test_support::micro_policy(0), task, two_groups_of_four());
   auto m = t.step();  // calls 0..5: timeout, crash, then garbage is the third failure
   ASSERT_FALSE(m.is_ok());
   const std::string& msg = m.status().message();
@@ -204,9 +199,9 @@ TEST(VerifierFailures, PastTheRateTheStepStopsWithTheVerifiersError) {
 }
 
 TEST(VerifierFailures, EvaluationCountsAFailedCompletionAsWrong) {
-  CountingVerifier v("eval");
+  CountingVerifier v;
   auto task = tasks::make_task(v.config(0.5, 100)).value();
-  auto policy = testing::micro_policy(1);
+  auto policy = test_support::micro_policy(1);
   EvalOptions o;
   o.n_problems = 8;  // greedy calls 0..7: rewards 0, -, 1, -, 0, -, 1, 1 (calls 1, 3, 5 failed)
   o.max_new_tokens = 2;
@@ -220,7 +215,7 @@ TEST(VerifierFailures, EvaluationCountsAFailedCompletionAsWrong) {
   EXPECT_EQ(eval_result_to_json(*r)["verifier_failures"]["crash"], 1);
 
   // Past the rate, evaluation stops too.
-  CountingVerifier strict("eval_strict");
+  CountingVerifier strict;
   auto strict_task = tasks::make_task(strict.config(0.0, 100)).value();
   auto e = evaluate(*policy.model, *policy.tokenizer, *strict_task, o);
   ASSERT_FALSE(e.is_ok());

@@ -1,13 +1,12 @@
-// The coordinator over real gRPC on loopback, fed bad input (issue 4, "Bad input"): a node of
+// The coordinator over real gRPC on loopback, fed bad input: a node of
 // another protocol version, run or model, a duplicate name, updates on unknown or too-old
 // versions, of the wrong shape, with NaN, larger than declared or truncated. Each is refused with
 // a reason sent back and written in the ledger, and the coordinator keeps serving.
-//   build-mesh/tests/test_rpc
+//   build/tests/test_rpc
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -18,90 +17,18 @@
 #include "mesh/update_signature.h"
 #include "rpc/coordinator_service.h"
 #include "rpc/grpc_client.h"
+#include "support/loopback_coordinator.h"
 
 namespace meshrl::rpc {
 namespace {
 
-namespace fs = std::filesystem;
 namespace v1 = ::meshrl::v1;
 
-// The tiny preset without a warm start; raw int8 payloads (zstd 0) so the test can corrupt them.
-const char* kRun = R"(
-[model]
-init = "tiny"
-[sft]
-steps = 0
-[mesh]
-rounds = 3
-inner_steps = 1
-codec = "int8"
-zstd_level = 0
-max_staleness = 0
-lease_s = 30
-)";
-
-class CoordinatorRpc : public ::testing::Test {
+// The fixture's run (support/loopback_coordinator.h: kLoopbackRun) is the tiny preset with raw int8
+// payloads, so a test can corrupt them.
+class CoordinatorRpc : public test_support::LoopbackCoordinator {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("meshrl-rpc-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    mesh::CoordinatorOptions o;
-    o.run_dir = dir_;
-    o.config = mesh::parse_mesh_run_config(kRun, "test.toml").value();
-    coord_ = mesh::Coordinator::start(o).value();
-    ServerOptions so;
-    server_ = CoordinatorServer::start(*coord_, so).value();
-    ChannelOptions co;
-    co.target = "127.0.0.1:" + std::to_string(server_->port());
-    client_ = make_grpc_client(co).value();
-  }
-  void TearDown() override {
-    server_->shutdown();
-    coord_->stop();
-    fs::remove_all(dir_);
-  }
-
-  v1::JoinRequest hello(const std::string& name) {
-    v1::JoinRequest r;
-    r.set_protocol_version(mesh::kProtocolVersion);
-    r.set_name(name);
-    r.set_device("cpu");
-    r.set_threads(1);
-    r.set_signing_key(key_.public_key());
-    return r;
-  }
-  v1::JoinReply join(const std::string& name) { return client_->join(hello(name)).value(); }
-
-  // A zero update in the run's layout, encoded with the run's codec.
-  std::string zero_update(uint64_t session, const std::string& name, int64_t version) {
-    auto d = client_->download_weights(name, session, version).value();
-    mesh::NamedTensors w = mesh::decode_update(d.bytes, {}).value();
-    for (auto& t : w.tensors) t = torch::zeros_like(t);
-    mesh::CodecConfig cc;
-    cc.zstd_level = 0;
-    return mesh::make_codec(cc).value()->encode(w).value();
-  }
-
-  v1::UpdateHeader header(const v1::JoinReply& j, const std::string& name, int64_t base, int64_t seq, size_t bytes) {
-    v1::UpdateHeader h;
-    h.set_protocol_version(mesh::kProtocolVersion);
-    h.set_name(name);
-    h.set_session(j.session());
-    h.set_base_version(base);
-    h.set_seq(seq);
-    h.set_n_samples(8);
-    h.set_declared_bytes(bytes);
-    return h;
-  }
-
   void expect_schedule_step_bounded();  // ScheduleStepIsBoundedByTheRunNotByWhatANodeReports
-
-  const trust::SigningKey key_ = trust::SigningKey::generate();
-  fs::path dir_;
-  std::unique_ptr<mesh::Coordinator> coord_;
-  std::unique_ptr<CoordinatorServer> server_;
-  std::unique_ptr<mesh::CoordinatorClient> client_;
 };
 
 TEST_F(CoordinatorRpc, RefusesIncompatibleNodesAndKeepsServing) {
@@ -157,19 +84,7 @@ TEST_F(CoordinatorRpc, RefusesIncompatibleNodesAndKeepsServing) {
 // fixture's) and in async mode, where the heartbeats are what it is read from.
 TEST_F(CoordinatorRpc, ScheduleStepIsBoundedByTheRunNotByWhatANodeReports) {
   for (const bool async : {false, true}) {
-    if (async) {
-      server_->shutdown();
-      coord_->stop();
-      fs::remove_all(dir_);
-      mesh::CoordinatorOptions o;
-      o.run_dir = dir_;
-      o.config = mesh::parse_mesh_run_config(kRun, "test.toml", {"--mesh.mode=async"}).value();
-      coord_ = mesh::Coordinator::start(o).value();
-      server_ = CoordinatorServer::start(*coord_, {}).value();
-      ChannelOptions co;
-      co.target = "127.0.0.1:" + std::to_string(server_->port());
-      client_ = make_grpc_client(co).value();
-    }
+    if (async) restart({"--mesh.mode=async"});
     SCOPED_TRACE(async ? "async" : "sync");
     expect_schedule_step_bounded();
   }
@@ -291,31 +206,14 @@ namespace {
 // merging, hashing and encoding work. Before, it loaded them onto the device and its first download
 // failed ("must be on the CPU", seen on an H200), or it refused to start on a machine without one.
 TEST(CoordinatorRpcDevice, ModelDeviceIsForTheNodesTheCoordinatorServesFromTheCpu) {
-  const fs::path dir = fs::temp_directory_path() / ("meshrl-rpc-device-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  mesh::CoordinatorOptions o;
-  o.run_dir = dir;
-  o.config = mesh::parse_mesh_run_config(kRun, "test.toml", {"--model.device=cuda"}).value();
-  auto coord = mesh::Coordinator::start(o);
-  ASSERT_TRUE(coord.is_ok()) << coord.status().message();
-  auto server = CoordinatorServer::start(*coord.value(), {}).value();
-  ChannelOptions co;
-  co.target = "127.0.0.1:" + std::to_string(server->port());
-  auto client = make_grpc_client(co).value();
-  v1::JoinRequest req;
-  req.set_protocol_version(mesh::kProtocolVersion);
-  req.set_name("paris");
-  req.set_signing_key(trust::SigningKey::generate().public_key());
-  auto j = client->join(req).value();
+  test_support::LoopbackRun run(test_support::kLoopbackRun, {"--model.device=cuda"});
+  auto j = run.join("paris");
   ASSERT_TRUE(j.accepted());
-  auto d = client->download_weights("paris", j.session(), 0);
+  auto d = run.client_->download_weights("paris", j.session(), 0);
   ASSERT_TRUE(d.is_ok()) << d.status().message();
   auto w = mesh::decode_update(d.value().bytes, {});
   ASSERT_TRUE(w.is_ok()) << w.status().message();
   EXPECT_GT(w.value().size(), 0u);
-  server->shutdown();
-  coord.value()->stop();
-  fs::remove_all(dir);
 }
 
 // With the fp32 codec, outer lr 1 and no momentum, one node's round must land the coordinator
@@ -328,31 +226,14 @@ struct OneUpdate {
   mesh::NamedTensors w0, local, w1;
 };
 OneUpdate one_update(const std::string& mode, int others) {
-  const fs::path dir = fs::temp_directory_path() / ("meshrl-rpc-math-" + std::to_string(::getpid()) + "-" + mode);
-  fs::remove_all(dir);
-  mesh::CoordinatorOptions o;
-  o.run_dir = dir;
-  o.config = mesh::parse_mesh_run_config(std::string(kRun) + "outer_lr = 1.0\nouter_momentum = 0.0\n", "test.toml",
-                                         {"--mesh.codec=fp32", "--mesh.mode=" + mode}).value();
-  auto coord = mesh::Coordinator::start(o).value();
-  auto server = CoordinatorServer::start(*coord, {}).value();
-  ChannelOptions co;
-  co.target = "127.0.0.1:" + std::to_string(server->port());
-  auto client = make_grpc_client(co).value();
-  const trust::SigningKey key = trust::SigningKey::generate();
-  auto join = [&](const std::string& name) {
-    v1::JoinRequest req;
-    req.set_protocol_version(mesh::kProtocolVersion);
-    req.set_name(name);
-    req.set_signing_key(key.public_key());
-    return client->join(req).value();
-  };
-  auto j = join("paris");
+  test_support::LoopbackRun run(std::string(test_support::kLoopbackRun) + "outer_lr = 1.0\nouter_momentum = 0.0\n",
+                                {"--mesh.codec=fp32", "--mesh.mode=" + mode});
+  auto j = run.join("paris");
   EXPECT_TRUE(j.accepted());
-  for (int k = 0; k < others; ++k) EXPECT_TRUE(join("other" + std::to_string(k)).accepted());
+  for (int k = 0; k < others; ++k) EXPECT_TRUE(run.join("other" + std::to_string(k)).accepted());
 
   OneUpdate r;
-  r.w0 = mesh::decode_update(client->download_weights("paris", j.session(), 0).value().bytes, {}).value();
+  r.w0 = run.weights(j.session(), "paris", 0);
   torch::manual_seed(7);
   r.local = mesh::clone_named_tensors(r.w0);
   for (auto& t : r.local.tensors) t.add_(torch::randn_like(t) * 1e-3);
@@ -360,28 +241,19 @@ OneUpdate one_update(const std::string& mode, int others) {
   mesh::CodecConfig cc;
   cc.id = mesh::CodecId::kFp32;
   const std::string bytes = mesh::make_codec(cc).value()->encode(pg).value();
-  v1::UpdateHeader h;
-  h.set_protocol_version(mesh::kProtocolVersion);
-  h.set_name("paris");
-  h.set_session(j.session());
-  h.set_base_version(0);
-  h.set_seq(1);
+  v1::UpdateHeader h = run.header(j, "paris", 0, 1, bytes.size());
   h.set_n_samples(4);
-  h.set_declared_bytes(bytes.size());
-  mesh::sign_update(h, coord->run_id(), bytes, key);
-  EXPECT_TRUE(client->submit(h, bytes).value().accepted());
-  for (int i = 0; i < 100 && coord->version() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(coord->version(), 1);
+  mesh::sign_update(h, run.coord_->run_id(), bytes, run.key_);
+  EXPECT_TRUE(run.client_->submit(h, bytes).value().accepted());
+  for (int i = 0; i < 100 && run.coord_->version() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(run.coord_->version(), 1);
 
-  r.w1 = mesh::decode_update(client->download_weights("paris", j.session(), 1).value().bytes, {}).value();
+  r.w1 = run.weights(j.session(), "paris", 1);
   // The broadcast applied to version 0 gives version 1 bit for bit (what every node does).
   mesh::NamedTensors replay = mesh::clone_named_tensors(r.w0);
-  auto delta = mesh::decode_update(client->get_broadcast("paris", j.session(), 1).value().bytes, {}).value();
+  auto delta = mesh::decode_update(run.client_->get_broadcast("paris", j.session(), 1).value().bytes, {}).value();
   EXPECT_TRUE(mesh::apply_delta(replay, delta).is_ok());
-  EXPECT_EQ(mesh::content_hash(replay), coord->hash());
-  server->shutdown();
-  coord->stop();
-  fs::remove_all(dir);
+  EXPECT_EQ(mesh::content_hash(replay), run.coord_->hash());
   return r;
 }
 

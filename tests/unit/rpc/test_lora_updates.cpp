@@ -1,4 +1,4 @@
-// LoRA runs over real gRPC on loopback (issue 7, "Adapters across the mesh" and its bad input):
+// LoRA runs over real gRPC on loopback, and their bad input:
 //   - the run's parameter set is the adapters' B matrices: that is all a node downloads;
 //   - the uplink the ledger records for one update is the adapter's size at the run's quantization
 //     plus only the format's headers, at least 30x below the full-weight delta at the same codec;
@@ -25,6 +25,7 @@
 #include "rollout/policy.h"
 #include "rpc/coordinator_service.h"
 #include "rpc/grpc_client.h"
+#include "support/loopback_coordinator.h"
 
 namespace meshrl::rpc {
 namespace {
@@ -54,55 +55,22 @@ lease_s = 30
 )";
 const char* kLora = "[lora]\nrank = 8\n";
 
-// One running coordinator behind a gRPC server, and a client joined as `name`.
-struct LiveRun {
-  fs::path dir;
-  std::unique_ptr<mesh::Coordinator> coord;
-  std::unique_ptr<CoordinatorServer> server;
-  std::unique_ptr<mesh::CoordinatorClient> client;
-  trust::SigningKey key = trust::SigningKey::generate();
+// A run of `toml` on loopback (support/loopback_coordinator.h) with paris joined: the weights
+// paris downloads, and paris's updates on version 0, signed, of 4 samples each.
+struct LiveRun : test_support::LoopbackRun {
   v1::JoinReply joined;
   int64_t seq = 0;
 
-  LiveRun(const std::string& tag, const std::string& toml) {
-    dir = fs::temp_directory_path() / ("meshrl-lora-" + tag + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    mesh::CoordinatorOptions o;
-    o.run_dir = dir;
-    o.config = mesh::parse_mesh_run_config(toml, tag + ".toml").value();
-    coord = mesh::Coordinator::start(o).value();
-    server = CoordinatorServer::start(*coord, {}).value();
-    ChannelOptions co;
-    co.target = "127.0.0.1:" + std::to_string(server->port());
-    client = make_grpc_client(co).value();
+  explicit LiveRun(const std::string& toml) : LoopbackRun(toml) {
+    joined = join("paris");
+    EXPECT_TRUE(joined.accepted()) << joined.reason();
   }
-  ~LiveRun() {
-    server->shutdown();
-    coord->stop();
-    fs::remove_all(dir);
-  }
-  void join(const std::string& name) {
-    v1::JoinRequest req;
-    req.set_protocol_version(mesh::kProtocolVersion);
-    req.set_name(name);
-    req.set_signing_key(key.public_key());
-    joined = client->join(req).value();
-    ASSERT_TRUE(joined.accepted()) << joined.reason();
-  }
-  mesh::NamedTensors current_weights() {
-    return mesh::decode_update(client->download_weights("paris", joined.session(), 0).value().bytes, {}).value();
-  }
+  mesh::NamedTensors current_weights() { return weights(joined.session(), "paris", 0); }
   v1::SubmitReply submit(const std::string& payload) {
-    v1::UpdateHeader h;
-    h.set_protocol_version(mesh::kProtocolVersion);
-    h.set_name("paris");
-    h.set_session(joined.session());
-    h.set_base_version(0);
-    h.set_seq(++seq);
+    v1::UpdateHeader h = header(joined, "paris", 0, ++seq, payload.size());
     h.set_n_samples(4);
-    h.set_declared_bytes(payload.size());
-    mesh::sign_update(h, coord->run_id(), payload, key);
-    return client->submit(h, payload).value();
+    mesh::sign_update(h, coord_->run_id(), payload, key_);
+    return client_->submit(h, payload).value();
   }
 };
 
@@ -127,8 +95,7 @@ std::string encode_int8(const mesh::NamedTensors& t) {
 }
 
 TEST(LoraUpdates, UplinkIsTheAdapterAtItsQuantizationAndFullDeltasAreRefused) {
-  LiveRun run("adapter", std::string(kRun) + kLora);
-  run.join("paris");
+  LiveRun run(std::string(kRun) + kLora);
   const mesh::NamedTensors adapters = run.current_weights();
   ASSERT_FALSE(adapters.names.empty());
   for (const auto& n : adapters.names)
@@ -155,12 +122,12 @@ TEST(LoraUpdates, UplinkIsTheAdapterAtItsQuantizationAndFullDeltasAreRefused) {
   auto ok = run.submit(payload);
   ASSERT_TRUE(ok.accepted()) << ok.reason();
   int64_t recorded = -1;
-  for (const auto& row : run.coord->store().ledger().updates())
+  for (const auto& row : run.coord_->store().ledger().updates())
     if (row.state != store::UpdateState::kRejected) recorded = row.bytes;
   EXPECT_EQ(recorded, static_cast<int64_t>(payload.size()));
   EXPECT_GE(recorded, quantized);
   EXPECT_LE(recorded, quantized + quantized / 100 + headers);
-  // ...and at least 30x smaller than the full-weight delta at the same quantization (issue 7).
+  // ...and at least 30x smaller than the full-weight delta at the same quantization.
   const double ratio = static_cast<double>(full.size()) / static_cast<double>(recorded);
   EXPECT_GE(ratio, 30.0) << "full " << full.size() << " B, adapter " << recorded << " B";
   std::printf("tiny r=8 int8: adapter update %lld B (%lld quantized + %lld header), full delta %zu B, %.1fx\n",
@@ -169,44 +136,41 @@ TEST(LoraUpdates, UplinkIsTheAdapterAtItsQuantizationAndFullDeltasAreRefused) {
 
   // The refusal is in the ledger with its code and nothing of it was applied.
   int refusals = 0;
-  for (const auto& row : run.coord->store().ledger().updates())
+  for (const auto& row : run.coord_->store().ledger().updates())
     if (row.state == store::UpdateState::kRejected) {
       ++refusals;
       EXPECT_EQ(row.reason.rfind("size: ", 0), 0u) << row.reason;
     }
-  for (const auto& e : run.coord->store().ledger().node_events())
+  for (const auto& e : run.coord_->store().ledger().node_events())
     if (e.event == "update_refused") ++refusals;
   EXPECT_GE(refusals, 1);
 }
 
 TEST(LoraUpdates, AnAdapterUpdateIntoAFullWeightRunIsRefused) {
-  LiveRun run("full", kRun);
-  run.join("paris");
+  LiveRun run(kRun);
   const mesh::NamedTensors w = run.current_weights();
   for (const auto& n : w.names) EXPECT_EQ(n.find("lora_"), std::string::npos) << n;
 
   // B matrices of rank 8 under PEFT-like names: what a node of an adapter run would send.
-  LiveRun lora("lora-shapes", std::string(kRun) + kLora);
-  lora.join("paris");
+  LiveRun lora(std::string(kRun) + kLora);
   auto r = run.submit(encode_int8(zeros_like(lora.current_weights())));
   EXPECT_FALSE(r.accepted());
   EXPECT_EQ(r.code(), "shape") << r.reason();
-  EXPECT_EQ(run.coord->version(), 0);
+  EXPECT_EQ(run.coord_->version(), 0);
 }
 
 TEST(LoraUpdates, ANodeOnAnotherBaseDownloadsTheRunsOnceAndTrainsOnIt) {
-  LiveRun run("base", std::string(kRun) + kLora);
-  run.join("paris");  // only to read the manifest's base hash
+  LiveRun run(std::string(kRun) + kLora);  // paris joins only to read the manifest's base hash
   const std::string run_base = run.joined.manifest().base_weights_hash();
   ASSERT_FALSE(run_base.empty());
   v1::LeaveRequest bye;  // paris would otherwise count towards the quorum until its lease ends
   bye.set_name("paris");
   bye.set_session(run.joined.session());
-  ASSERT_TRUE(run.client->leave(bye).is_ok());
+  ASSERT_TRUE(run.client_->leave(bye).is_ok());
   // The same architecture and tokenizer, other weights: config and tokenizer hashes agree, so
   // only the base-weights check can tell, and the node must fetch the run's base.
-  const fs::path other = run.dir.string() + "-other-base";
-  const fs::path cache = run.dir.string() + "-cache";
+  const fs::path other = run.tmp_.path() / "other-base";
+  const fs::path cache = run.tmp_.path() / "cache";
   {
     auto p = rollout::load_policy("tiny", "cpu", /*seed=*/7).value();
     ASSERT_TRUE(rl::save_policy_folder(other, p.model, *p.tokenizer, "tiny").is_ok());
@@ -216,7 +180,7 @@ TEST(LoraUpdates, ANodeOnAnotherBaseDownloadsTheRunsOnceAndTrainsOnIt) {
   no.model = other.string();
   no.cache_dir = cache.string();
   no.give_up_s = 60;
-  auto r = mesh::run_node(*run.client, no);
+  auto r = mesh::run_node(*run.client_, no);
   ASSERT_TRUE(r.is_ok()) << r.status().message();
   EXPECT_EQ(r.value().base_source, "downloaded");
   EXPECT_TRUE(fs::exists(cache / ("base-" + run_base + ".mrlu")));
@@ -224,9 +188,7 @@ TEST(LoraUpdates, ANodeOnAnotherBaseDownloadsTheRunsOnceAndTrainsOnIt) {
   // coordinator's final version and hash.
   EXPECT_EQ(r.value().final_version, 2);
   EXPECT_EQ(r.value().updates_accepted, 2);
-  EXPECT_EQ(r.value().final_hash, run.coord->store().ledger().rounds().back().hash);
-  fs::remove_all(other);
-  fs::remove_all(cache);
+  EXPECT_EQ(r.value().final_hash, run.coord_->store().ledger().rounds().back().hash);
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
-// Mutual TLS with a run CA over real gRPC on loopback (issue 5, "Identity"): a connection without
+// Mutual TLS with a run CA over real gRPC on loopback: a connection without
 // a client certificate, with one of another CA, or of a revoked node is refused before any handler
 // runs (nothing reaches the ledger); a good certificate works; a certificate whose name differs
 // from the node name a request claims is refused; a revocation takes effect on a running server;
 // plaintext is refused off loopback.
-//   build-mesh/tests/test_rpc --gtest_filter='MutualTls*'
+//   build/tests/test_rpc --gtest_filter='MutualTls*'
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -14,12 +14,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "meshrl.grpc.pb.h"
 #include "mesh/node.h"
 #include "mesh/policy_params.h"
 #include "mesh/protocol.h"
+#include "meshrl.grpc.pb.h"
 #include "rollout/policy.h"
 #include "rpc/grpc_client.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::rpc {
 namespace {
@@ -94,14 +95,8 @@ mesh::NodeOptions node_options(const std::string& name) {
 
 class NodeTrust : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("meshrl-node-trust-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  test_support::TempDir tmp_;
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(NodeTrust, ACoordinatorAskingForACommandIsRefusedAndNothingRuns) {

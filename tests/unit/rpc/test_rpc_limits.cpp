@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "loopback_coordinator.h"
 #include "rpc/request_limits.h"
+#include "support/loopback_coordinator.h"
 
 namespace meshrl::rpc {
 namespace {
@@ -122,7 +122,7 @@ TEST(RpcLimitsCheck, EveryFieldNotListedGetsTheDefaultBound) {
 // ---------------------------------------------------------------------------------------------
 // Over real gRPC on loopback.
 
-class RpcLimits : public LoopbackCoordinator {};
+class RpcLimits : public test_support::LoopbackCoordinator {};
 
 // Three 3 MiB `device` strings used to grow the ledger by 24 MiB. Each request type with an
 // oversized field is refused (INVALID_ARGUMENT naming the field) and nothing of it is recorded.

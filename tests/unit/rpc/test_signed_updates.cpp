@@ -1,44 +1,34 @@
-// Signed updates over real gRPC on loopback (issue 5, "Signed updates"): every update carries an
+// Signed updates over real gRPC on loopback: every update carries an
 // Ed25519 signature over (run id, node, base version, seq, payload hash) by the key the node
 // registered at join. Forgeries, updates of another run and replays (same or older seq) are
 // refused with a typed code, recorded in the ledger, and a replayed valid update changes nothing.
-//   build-mesh/tests/test_rpc --gtest_filter='SignedUpdates*'
+//   build/tests/test_rpc --gtest_filter='SignedUpdates*'
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstring>
 #include <limits>
 #include <random>
-#include <filesystem>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "mesh/codec.h"
-#include "mesh/update_format.h"
 #include "mesh/coordinator.h"
 #include "mesh/protocol.h"
+#include "mesh/update_format.h"
 #include "mesh/update_signature.h"
 #include "rpc/coordinator_service.h"
 #include "rpc/grpc_client.h"
+#include "support/loopback_coordinator.h"
 
 namespace meshrl::rpc {
 namespace {
 
-namespace fs = std::filesystem;
 namespace v1 = ::meshrl::v1;
 
-const char* kSignedRun = R"(
-[model]
-init = "tiny"
-[sft]
-steps = 0
-[mesh]
-rounds = 3
-inner_steps = 1
-codec = "int8"
-zstd_level = 0
-max_staleness = 1
-lease_s = 30
-)";
+// support/loopback_coordinator.h's run, with updates one version old still taken.
+const std::vector<std::string> kOneVersionStale = {"--mesh.max_staleness=1"};
 
 // Everything in a row that the coordinator decides: a replay must leave all of it as it was.
 std::string ledger_state(const store::Ledger& l) {
@@ -51,44 +41,16 @@ std::string ledger_state(const store::Ledger& l) {
 }
 
 TEST(SignedUpdates, ForgeriesOtherRunsAndReplaysAreRefusedAndLeaveTheLedgerAlone) {
-  const fs::path dir = fs::temp_directory_path() / ("meshrl-signed-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  mesh::CoordinatorOptions o;
-  o.run_dir = dir;
-  o.config = mesh::parse_mesh_run_config(kSignedRun, "test.toml").value();
-  auto coord = mesh::Coordinator::start(o).value();
-  auto server = CoordinatorServer::start(*coord, {}).value();
-  ChannelOptions co;
-  co.target = "127.0.0.1:" + std::to_string(server->port());
-  auto client = make_grpc_client(co).value();
-
-  const trust::SigningKey key = trust::SigningKey::generate();
+  test_support::LoopbackRun run(test_support::kLoopbackRun, kOneVersionStale);
+  auto& coord = run.coord_;
+  auto& client = run.client_;
+  const trust::SigningKey& key = run.key_;  // the one paris registers at join
   const trust::SigningKey thief = trust::SigningKey::generate();
-  v1::JoinRequest req;
-  req.set_protocol_version(mesh::kProtocolVersion);
-  req.set_name("paris");
-  req.set_signing_key(key.public_key());
-  auto j = client->join(req).value();
+  auto j = run.join("paris");
   ASSERT_TRUE(j.accepted()) << j.reason();
+  const std::string payload = run.zero_update(j.session(), "paris", 0);
 
-  // A zero update in the run's layout.
-  auto w = mesh::decode_update(client->download_weights("paris", j.session(), 0).value().bytes, {}).value();
-  for (auto& t : w.tensors) t = torch::zeros_like(t);
-  mesh::CodecConfig cc;
-  cc.zstd_level = 0;
-  const std::string payload = mesh::make_codec(cc).value()->encode(w).value();
-
-  auto header = [&](int64_t base, int64_t seq) {
-    v1::UpdateHeader h;
-    h.set_protocol_version(mesh::kProtocolVersion);
-    h.set_name("paris");
-    h.set_session(j.session());
-    h.set_base_version(base);
-    h.set_seq(seq);
-    h.set_n_samples(8);
-    h.set_declared_bytes(payload.size());
-    return h;
-  };
+  auto header = [&](int64_t base, int64_t seq) { return run.header(j, "paris", base, seq, payload.size()); };
   auto signed_by = [&](const trust::SigningKey& k, int64_t base, int64_t seq, const std::string& run) {
     v1::UpdateHeader h = header(base, seq);
     mesh::sign_update(h, run, payload, k);
@@ -148,33 +110,20 @@ TEST(SignedUpdates, ForgeriesOtherRunsAndReplaysAreRefusedAndLeaveTheLedgerAlone
   // A later seq on the new version is fine.
   auto next = client->submit(signed_by(key, 1, 101, coord->run_id()), payload).value();
   EXPECT_TRUE(next.accepted()) << next.reason();
-  server->shutdown();
-  coord->stop();
-  fs::remove_all(dir);
 }
 
 // Validation at ingest: after a few rounds set the norm scale, an update 100x the usual norm is
 // refused (code "norm"), and so are NaN, +Inf and -Inf (code "not_finite"), each every time it is
 // sent: 10 random 100x updates, and 10 x 3 non-finite values at random (tensor, block) positions.
 TEST(SignedUpdates, IngestRefusesNaNInfAnd100xNormUpdates) {
-  const fs::path dir = fs::temp_directory_path() / ("meshrl-ingest-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  mesh::CoordinatorOptions o;
-  o.run_dir = dir;
-  o.config = mesh::parse_mesh_run_config(std::string(kSignedRun) + "norm_bound_factor = 10.0\n", "test.toml", {"--mesh.rounds=10"}).value();
-  auto coord = mesh::Coordinator::start(o).value();
-  auto server = CoordinatorServer::start(*coord, {}).value();
-  ChannelOptions co;
-  co.target = "127.0.0.1:" + std::to_string(server->port());
-  auto client = make_grpc_client(co).value();
-  const trust::SigningKey key = trust::SigningKey::generate();
-  v1::JoinRequest req;
-  req.set_protocol_version(mesh::kProtocolVersion);
-  req.set_name("zurich");
-  req.set_signing_key(key.public_key());
-  auto j = client->join(req).value();
+  std::vector<std::string> overrides = kOneVersionStale;
+  overrides.push_back("--mesh.rounds=10");
+  test_support::LoopbackRun run(std::string(test_support::kLoopbackRun) + "norm_bound_factor = 10.0\n", overrides);
+  auto& coord = run.coord_;
+  auto& client = run.client_;
+  auto j = run.join("zurich");
   ASSERT_TRUE(j.accepted()) << j.reason();
-  auto like = mesh::decode_update(client->download_weights("zurich", j.session(), 0).value().bytes, {}).value();
+  auto like = run.weights(j.session(), "zurich", 0);
   mesh::CodecConfig cc;
   cc.zstd_level = 0;
   auto codec = mesh::make_codec(cc).value();
@@ -183,16 +132,7 @@ TEST(SignedUpdates, IngestRefusesNaNInfAnd100xNormUpdates) {
     mesh::NamedTensors u = mesh::clone_named_tensors(like);
     for (auto& t : u.tensors) t = torch::randn_like(t) * (1e-3 * scale);
     const std::string bytes = codec->encode(u).value();
-    v1::UpdateHeader h;
-    h.set_protocol_version(mesh::kProtocolVersion);
-    h.set_name("zurich");
-    h.set_session(j.session());
-    h.set_base_version(base);
-    h.set_seq(++seq);
-    h.set_n_samples(8);
-    h.set_declared_bytes(bytes.size());
-    mesh::sign_update(h, coord->run_id(), bytes, key);
-    return client->submit(h, bytes).value();
+    return client->submit(run.signed_header(j, "zurich", base, ++seq, bytes), bytes).value();
   };
   torch::manual_seed(3);
   for (int64_t v = 0; v < 3; ++v) {  // three honest rounds set the scale
@@ -218,16 +158,7 @@ TEST(SignedUpdates, IngestRefusesNaNInfAnd100xNormUpdates) {
     const auto& pt = parsed.tensors[pick() % parsed.tensors.size()];
     const uint64_t n_blocks = (pt.numel + pt.block_size - 1) / pt.block_size;
     std::memcpy(bytes.data() + pt.stored_offset + 4 * (pick() % n_blocks), &bad, 4);
-    v1::UpdateHeader h;
-    h.set_protocol_version(mesh::kProtocolVersion);
-    h.set_name("zurich");
-    h.set_session(j.session());
-    h.set_base_version(3);
-    h.set_seq(++seq);
-    h.set_n_samples(8);
-    h.set_declared_bytes(bytes.size());
-    mesh::sign_update(h, coord->run_id(), bytes, key);
-    auto r = client->submit(h, bytes).value();
+    auto r = client->submit(run.signed_header(j, "zurich", 3, ++seq, bytes), bytes).value();
     EXPECT_FALSE(r.accepted());
     EXPECT_EQ(r.code(), "not_finite") << r.reason();
   }
@@ -242,9 +173,6 @@ TEST(SignedUpdates, IngestRefusesNaNInfAnd100xNormUpdates) {
   EXPECT_EQ(nonfinite, 30);
   EXPECT_EQ(coord->version(), 3);
   ASSERT_TRUE(send(1, 3).accepted());  // and the run goes on
-  server->shutdown();
-  coord->stop();
-  fs::remove_all(dir);
 }
 
 }  // namespace

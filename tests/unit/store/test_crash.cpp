@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "store/run_store.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 extern char** environ;
 
@@ -112,7 +112,7 @@ void expect_consistent(RunStore& store) {
 }
 
 TEST(StoreCrash, KilledMidCommitReopensConsistentAndContinues) {
-  testing::TempDir tmp;
+  test_support::TempDir tmp;
   const auto dir = tmp.path() / "run";
   {
     auto store = RunStore::create(dir, {{"test", "crash"}}).value();

@@ -7,12 +7,12 @@
 #include <fstream>
 
 #include "store/ledger.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::store {
 namespace {
 
-using testing::TempDir;
+using test_support::TempDir;
 
 UpdateKey key(const std::string& node, int64_t base, int64_t seq) { return {node, base, seq}; }
 

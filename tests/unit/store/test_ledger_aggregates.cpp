@@ -7,7 +7,7 @@
 
 #include "store/ledger.h"
 #include "store/sqlite.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::store {
 namespace {
@@ -38,7 +38,7 @@ class LedgerAggregates : public ::testing::Test {
            "('paris', 'join', 'cpu', 1), ('zurich', 'join', 'cpu', 2), ('paris', 'leave', '', 3),"
            "('zurich', 'lease_expired', '', 4), ('zurich', 'rejoin', 'a very long device string', 5);");
   }
-  testing::TempDir dir_;
+  test_support::TempDir dir_;
   std::filesystem::path file_;
 };
 

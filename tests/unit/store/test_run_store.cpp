@@ -5,13 +5,13 @@
 #include <fstream>
 
 #include "store/run_store.h"
-#include "temp_dir.h"
+#include "support/temp_dir.h"
 
 namespace meshrl::store {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::TempDir;
+using test_support::TempDir;
 
 // Names deliberately not sorted (safetensors sorts, the store must not), odd shapes, a
 // non-contiguous view, a NaN payload and a -0.0: a bit-exact round trip keeps all of them.

@@ -6,14 +6,14 @@
 
 #include <chrono>
 
+#include "support/temp_dir.h"
 #include "tasks/command_task.h"
 #include "tasks/verifier_failures.h"
-#include "tasks_test_util.h"
 
 namespace meshrl::tasks {
 namespace {
 
-using testing::ScratchDir;
+using test_support::TempDir;
 
 // Completions holding a marker make the verifier misbehave; others get reward 1.
 constexpr const char* kMarkerVerifier =
@@ -41,7 +41,7 @@ class VerifierFailureTest : public ::testing::Test {
     return std::move(t).value();
   }
 
-  ScratchDir dir_;
+  TempDir dir_;
   const Problem p_{"p.jsonl:1", "2+2=", ""};
 };
 
@@ -152,10 +152,10 @@ TEST(VerifierFailureConfig, KeysAreReadCheckedAndWrittenBack) {
 
   auto bad = task_config_from_json({{"max_failure_rate", 1.5}}, "run.toml: [task]");
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_NE(bad.status().message().find("'max_failure_rate' must be in [0, 1]"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("max_failure_rate must be in [0, 1]"), std::string::npos) << bad.status().message();
   bad = task_config_from_json({{"failure_window", 0}}, "run.toml: [task]");
   ASSERT_FALSE(bad.is_ok());
-  EXPECT_NE(bad.status().message().find("'failure_window' must be in [1, 1000000]"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("failure_window must be in [1, 1000000]"), std::string::npos) << bad.status().message();
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The run CA's files and lists, and the Ed25519 / BLAKE2b primitives (src/trust).
-//   build-mesh/tests/test_trust
+//   build/tests/test_trust
 #include <gtest/gtest.h>
 #include <unistd.h>
 
